@@ -1,0 +1,51 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ditto {
+
+enum class Architecture { Qwen3, Llama };
+
+// The hyper-parameters of a decoder-only transformer, read from the checkpoint.
+struct ModelConfig {
+  Architecture architecture = Architecture::Qwen3;
+  std::string architecture_name;
+  size_t vocab_size = 0;
+  size_t hidden_size = 0;
+  size_t intermediate_size = 0;
+  size_t layers = 0;
+  size_t heads = 0;
+  size_t kv_heads = 0;
+  size_t head_dim = 0;
+  size_t max_positions = 0;
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 10000.0;
+  bool qk_norm = false;           // Qwen3: RMSNorm on each q and k head before RoPE
+  bool tied_embeddings = false;   // the output projection is the embedding matrix
+  int64_t bos_token_id = -1;      // -1: none
+  int64_t eos_token_id = -1;
+};
+
+struct ModelWeights;  // defined in src/model/weights.h
+
+// A loaded model: config and packed weights, immutable and shared by sessions.
+class Model {
+ public:
+  // Loads a Hugging Face checkpoint directory (config.json and model.safetensors, or the
+  // shards named by model.safetensors.index.json). Throws ditto::Error on bad input.
+  static std::shared_ptr<const Model> load(const std::string& path);
+
+  Model(ModelConfig config, std::unique_ptr<ModelWeights> weights);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return *weights_; }
+  size_t parameter_count() const;
+
+ private:
+  ModelConfig config_;
+  std::unique_ptr<ModelWeights> weights_;
+};
+
+}  // namespace ditto

@@ -1,0 +1,67 @@
+// The Python module `ditto._ditto`: a thin layer over the C++ API, used by the oracle tests.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "ditto/error.h"
+#include "ditto/session.h"
+
+namespace py = pybind11;
+
+void bind_tokenizer(py::module_& module);
+
+namespace {
+
+// Hands the logits to numpy without a copy, as a rows x vocab array.
+py::array_t<float> to_array(std::vector<float> values, size_t vocab) {
+  const size_t rows = values.size() / vocab;
+  auto* owned = new std::vector<float>(std::move(values));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<float>*>(p); });
+  return py::array_t<float>({rows, vocab}, owned->data(), free_when_done);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ditto, m) {
+  py::register_exception<ditto::Error>(m, "Error", PyExc_ValueError);
+
+  py::class_<ditto::Model, std::shared_ptr<ditto::Model>>(m, "Model")
+      .def_static("load", [](const std::string& path) { return std::const_pointer_cast<ditto::Model>(ditto::Model::load(path)); })
+      .def_property_readonly("vocab_size", [](const ditto::Model& model) { return model.config().vocab_size; })
+      .def_property_readonly("eos_token_id", [](const ditto::Model& model) { return model.config().eos_token_id; })
+      .def_property_readonly("parameter_count", &ditto::Model::parameter_count);
+
+  py::class_<ditto::Session>(m, "Session")
+      .def(py::init([](std::shared_ptr<ditto::Model> model, size_t capacity, const std::string& cache_dtype, int threads) {
+             return std::make_unique<ditto::Session>(
+                 model, ditto::SessionOptions{capacity, ditto::parse_dtype(cache_dtype), threads});
+           }),
+           py::arg("model"), py::arg("capacity") = 0, py::arg("cache_dtype") = "f32", py::arg("threads") = 1)
+      .def(
+          "prefill",
+          [](ditto::Session& session, const std::vector<int32_t>& tokens, bool all_logits) {
+            const size_t vocab = session.model().config().vocab_size;
+            std::vector<float> logits;
+            {
+              py::gil_scoped_release release;
+              logits = session.prefill(tokens, all_logits ? ditto::Logits::All : ditto::Logits::Last);
+            }
+            return to_array(std::move(logits), vocab);
+          },
+          py::arg("tokens"), py::arg("all_logits") = true,
+          "Appends tokens; returns logits (rows x vocab) of every new position, or of the last one.")
+      .def("decode", [](ditto::Session& session, int32_t token) {
+        const size_t vocab = session.model().config().vocab_size;
+        std::vector<float> logits;
+        {
+          py::gil_scoped_release release;
+          logits = session.decode(token);
+        }
+        return to_array(std::move(logits), vocab).reshape({vocab});
+      })
+      .def_property_readonly("position", &ditto::Session::position)
+      .def_property_readonly("capacity", &ditto::Session::capacity)
+      .def("reset", &ditto::Session::reset);
+
+  bind_tokenizer(m);
+}

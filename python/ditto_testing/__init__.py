@@ -1,0 +1,1 @@
+"""Test-side helpers: random checkpoints made with transformers, and its reference outputs."""

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine for ditto and builds it: system packages, a Python virtual
+# environment for the tests (.venv), and the Release build in build/. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake ninja-build pkg-config libhwy-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+          libcli11-dev libgtest-dev clang libclang-rt-14-dev python3-venv)
+if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  echo "== installing Debian packages"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${packages[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating the Python environment .venv"
+  python3 -m venv .venv
+fi
+# torch 2.13.0 is the CPU build; the rest are the test oracles and the binding's build tool.
+.venv/bin/pip install -q --disable-pip-version-check -r python/requirements.txt
+
+echo "== building ditto (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,22 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "ditto/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ditto: LLM inference whose logits are bitwise the same however the work is cut up"};
+  app.require_subcommand(1);
+  ditto::cli::register_generate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ditto::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,23 @@
+#pragma once
+
+// Deterministic elementary functions built only from IEEE-exact operations (+ - * /, sqrt,
+// fma, floor), so that every platform and every SIMD port computes the same bits.
+// docs/numerics.md gives the algorithms; a SIMD version must follow them step for step.
+namespace ditto::ref {
+
+// e^x in f32: Cody-Waite reduction by ln 2, a degree-7 polynomial, scaling by 2^n in two
+// exact steps. Within 2 ulp of the true value; 0 below -104, +inf above ln(FLT_MAX).
+float exp_f32(float x);
+
+// Double-precision versions for tables computed once (RoPE frequencies and angles).
+double exp_f64(double x);
+double log_f64(double x);  // x > 0
+void sincos_f64(double x, double* sin_out, double* cos_out);
+
+// Sum of `count` values in the fixed 16-lane order of the contract: value i goes to lane
+// i % 16 (sequentially, in order of i), then the lanes are folded 16->8->4->2->1 with
+// lane[j] += lane[j + width].
+inline constexpr int kLanes = 16;
+float fold_lanes(float lanes[kLanes]);
+
+}  // namespace ditto::ref

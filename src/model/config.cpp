@@ -1,0 +1,108 @@
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ditto/error.h"
+
+namespace ditto {
+
+namespace {
+
+using nlohmann::json;
+
+size_t positive_size(const json& config, const char* key) {
+  if (!config.contains(key) || !config[key].is_number_integer() || config[key].get<int64_t>() <= 0)
+    throw Error(std::string("config.json: '") + key + "' must be a positive integer");
+  return config[key].get<size_t>();
+}
+
+void refuse_if_true(const json& config, const char* key, const std::string& what) {
+  if (config.contains(key) && config[key].is_boolean() && config[key].get<bool>())
+    throw Error("config.json: " + what + " ('" + key + "': true) is not supported");
+}
+
+int64_t optional_token_id(const json& config, const char* key) {
+  if (!config.contains(key)) return -1;
+  const json& value = config[key];
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_array() && !value.empty() && value[0].is_number_integer()) return value[0].get<int64_t>();
+  return -1;
+}
+
+// Since transformers 5 the rope settings live in "rope_parameters"; before, in
+// "rope_theta" and "rope_scaling". Only plain RoPE is implemented.
+double parse_rope_theta(const json& config) {
+  const json* scaling = nullptr;
+  double theta = 10000.0;
+  if (config.contains("rope_parameters") && config["rope_parameters"].is_object()) {
+    scaling = &config["rope_parameters"];
+    if (scaling->contains("rope_theta")) theta = (*scaling)["rope_theta"].get<double>();
+  } else {
+    if (config.contains("rope_theta")) theta = config["rope_theta"].get<double>();
+    if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) scaling = &config["rope_scaling"];
+  }
+  if (scaling != nullptr) {
+    std::string type = "default";
+    if (scaling->contains("rope_type")) type = (*scaling)["rope_type"].get<std::string>();
+    else if (scaling->contains("type")) type = (*scaling)["type"].get<std::string>();
+    if (type != "default")
+      throw Error("config.json: rope scaling of type '" + type + "' is not supported (only plain RoPE)");
+  }
+  if (!(theta > 0.0)) throw Error("config.json: rope_theta must be positive");
+  return theta;
+}
+
+}  // namespace
+
+ModelConfig parse_hf_config(const std::string& json_text) {
+  json config;
+  try {
+    config = json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw Error(std::string("config.json is not valid JSON: ") + e.what());
+  }
+  if (!config.is_object()) throw Error("config.json must hold a JSON object");
+  try {
+    ModelConfig c;
+    c.architecture_name = config.value("model_type", std::string());
+    if (c.architecture_name == "qwen3") {
+      c.architecture = Architecture::Qwen3;
+      c.qk_norm = true;
+    } else if (c.architecture_name == "llama") {
+      c.architecture = Architecture::Llama;
+    } else {
+      throw Error("config.json: architecture (model_type) '" + c.architecture_name +
+                  "' is not supported; ditto runs qwen3 and llama");
+    }
+    c.vocab_size = positive_size(config, "vocab_size");
+    c.hidden_size = positive_size(config, "hidden_size");
+    c.intermediate_size = positive_size(config, "intermediate_size");
+    c.layers = positive_size(config, "num_hidden_layers");
+    c.heads = positive_size(config, "num_attention_heads");
+    c.kv_heads = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()
+                     ? positive_size(config, "num_key_value_heads")
+                     : c.heads;
+    c.head_dim = config.contains("head_dim") && !config["head_dim"].is_null() ? positive_size(config, "head_dim")
+                                                                            : c.hidden_size / c.heads;
+    c.max_positions = config.contains("max_position_embeddings") ? positive_size(config, "max_position_embeddings")
+                                                                 : 4096;
+    if (c.heads % c.kv_heads != 0)
+      throw Error("config.json: num_attention_heads must be a multiple of num_key_value_heads");
+    if (c.head_dim % 2 != 0) throw Error("config.json: head_dim must be even for RoPE");
+    c.rms_norm_eps = config.value("rms_norm_eps", 1e-6f);
+    c.rope_theta = parse_rope_theta(config);
+    c.tied_embeddings = config.value("tie_word_embeddings", false);
+    c.bos_token_id = optional_token_id(config, "bos_token_id");
+    c.eos_token_id = optional_token_id(config, "eos_token_id");
+    const std::string activation = config.value("hidden_act", std::string("silu"));
+    if (activation != "silu") throw Error("config.json: hidden_act '" + activation + "' is not supported (only silu)");
+    refuse_if_true(config, "attention_bias", "a bias on the attention projections");
+    refuse_if_true(config, "mlp_bias", "a bias on the MLP projections");
+    refuse_if_true(config, "use_sliding_window", "sliding-window attention");
+    return c;
+  } catch (const json::exception& e) {
+    throw Error(std::string("config.json: a field has the wrong type: ") + e.what());
+  }
+}
+
+}  // namespace ditto

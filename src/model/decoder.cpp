@@ -1,0 +1,67 @@
+// The decoder of Qwen3 and Llama: pre-norm blocks of GQA attention with RoPE and a SwiGLU
+// MLP. Qwen3 adds an RMSNorm on every q and k head before RoPE.
+#include "model/decoder.h"
+
+#include <vector>
+
+#include "kernels/ref/kernels.h"
+#include "model/weights.h"
+
+namespace ditto {
+
+void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
+                     Logits which, float* logits, int threads) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  const size_t rows = tokens.size();
+  const size_t hidden = c.hidden_size;
+  const size_t q_width = c.heads * c.head_dim;
+  const size_t kv_width = c.kv_heads * c.head_dim;
+
+  std::vector<float> x(rows * hidden), normed(rows * hidden), projected(rows * hidden);
+  std::vector<float> q(rows * q_width), k(rows * kv_width), v(rows * kv_width), attended(rows * q_width);
+  std::vector<float> gate(rows * c.intermediate_size), up(rows * c.intermediate_size);
+  std::vector<float> cos(rows * c.head_dim / 2), sin(rows * c.head_dim / 2);
+
+  for (size_t t = 0; t < rows; ++t) {
+    ref::embedding_row(w.embedding.view(), size_t(tokens[t]), &x[t * hidden]);
+    ref::rope_angles(c.rope_theta, c.head_dim, first_pos + t, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+  }
+
+  for (size_t l = 0; l < c.layers; ++l) {
+    const LayerWeights& layer = w.layers[l];
+    ref::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
+    ref::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
+    ref::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
+    ref::matmul(normed.data(), rows, layer.v.view(), v.data(), threads);
+    if (c.qk_norm) {
+      ref::rmsnorm(q.data(), rows * c.heads, c.head_dim, layer.q_norm.data(), c.rms_norm_eps, q.data());
+      ref::rmsnorm(k.data(), rows * c.kv_heads, c.head_dim, layer.k_norm.data(), c.rms_norm_eps, k.data());
+    }
+    for (size_t t = 0; t < rows; ++t) {
+      ref::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+      ref::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+      cache.write(l, first_pos + t, &k[t * kv_width], &v[t * kv_width]);
+    }
+    // Update, then fetch: attention reads this chunk's keys and values back from the cache.
+    ref::attention(q.data(), rows, first_pos, cache.layer(l), c.heads, c.kv_heads, c.head_dim, attended.data(),
+                   threads);
+    ref::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
+    for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
+
+    ref::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
+    ref::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
+    ref::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
+    ref::silu_mul(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
+    ref::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
+    for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
+  }
+
+  if (which == Logits::None) return;
+  const size_t first_row = which == Logits::Last ? rows - 1 : 0;
+  const size_t logit_rows = rows - first_row;
+  ref::rmsnorm(&x[first_row * hidden], logit_rows, hidden, w.final_norm.data(), c.rms_norm_eps, normed.data());
+  ref::matmul(normed.data(), logit_rows, w.output_matrix(), logits, threads);
+}
+
+}  // namespace ditto

@@ -1,0 +1,40 @@
+#include "ditto/model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ditto/error.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace ditto {
+
+Model::Model(ModelConfig config, std::unique_ptr<ModelWeights> weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {}
+
+Model::~Model() = default;
+
+size_t Model::parameter_count() const {
+  const ModelConfig& c = config_;
+  const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  const size_t per_layer = 2 * c.hidden_size + 2 * q_width * c.hidden_size + 2 * kv_width * c.hidden_size +
+                           3 * c.hidden_size * c.intermediate_size + (c.qk_norm ? 2 * c.head_dim : 0);
+  return c.vocab_size * c.hidden_size * (c.tied_embeddings ? 1 : 2) + c.layers * per_layer + c.hidden_size;
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path))
+    throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights)");
+  std::ifstream in(fs::path(path) / "config.json");
+  if (!in) throw Error("'" + path + "' has no readable config.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  ModelConfig config = parse_hf_config(text.str());
+  const TensorStore store = load_safetensors_checkpoint(path);
+  auto weights = pack_hf_weights(store, config);
+  return std::make_shared<Model>(std::move(config), std::move(weights));
+}
+
+}  // namespace ditto

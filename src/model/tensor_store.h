@@ -1,0 +1,44 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ditto/dtype.h"
+#include "tensor/mapped_file.h"
+
+namespace ditto {
+
+// A tensor as it lies in a mapped checkpoint file: validated to fit inside the file.
+struct TensorView {
+  DType dtype = DType::F32;
+  std::vector<size_t> shape;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// The named tensors of a checkpoint, with the mappings that hold their bytes.
+class TensorStore {
+ public:
+  void add_file(std::shared_ptr<MappedFile> file) { files_.push_back(std::move(file)); }
+  void add(const std::string& name, TensorView tensor, const std::string& origin);
+  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
+  // Throws ditto::Error naming the tensor when it is missing.
+  const TensorView& get(const std::string& name) const;
+  size_t size() const { return tensors_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<MappedFile>> files_;
+  std::map<std::string, TensorView> tensors_;
+};
+
+// Maps one .safetensors file and adds its tensors to `store`. Validates the header: its
+// length, JSON, dtypes, shapes, offsets inside the file and no two tensors overlapping.
+void load_safetensors(const std::string& path, TensorStore& store);
+
+// Loads model.safetensors, or the shards listed in model.safetensors.index.json, of a
+// checkpoint directory.
+TensorStore load_safetensors_checkpoint(const std::string& directory);
+
+}  // namespace ditto

@@ -1,0 +1,31 @@
+#pragma once
+#include <vector>
+
+#include "ditto/model.h"
+#include "model/tensor_store.h"
+#include "tensor/matrix.h"
+
+namespace ditto {
+
+struct LayerWeights {
+  std::vector<float> attention_norm;  // hidden
+  PackedMatrix q, k, v, o;            // q: heads*head_dim x hidden, ..., o: hidden x heads*head_dim
+  std::vector<float> q_norm, k_norm;  // head_dim each; empty unless config.qk_norm
+  std::vector<float> mlp_norm;        // hidden
+  PackedMatrix gate, up, down;        // gate, up: intermediate x hidden; down: hidden x intermediate
+};
+
+struct ModelWeights {
+  PackedMatrix embedding;             // vocab x hidden
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;      // hidden
+  PackedMatrix output;                // vocab x hidden; unset when tied to the embedding
+
+  const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
+};
+
+// Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
+// them), checks every shape against the config and packs them.
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config);
+
+}  // namespace ditto

@@ -1,0 +1,19 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ditto {
+
+// FNV-1a over the bytes of the logits: a short fingerprint that changes with any bit.
+class LogitsHash {
+ public:
+  void update(const float* values, size_t count);
+  uint64_t value() const { return state_; }
+  std::string hex() const;
+
+ private:
+  uint64_t state_ = 0xcbf29ce484222325ull;
+};
+
+}  // namespace ditto

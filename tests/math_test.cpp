@@ -1,1 +1,79 @@
+// The deterministic math of the numerics contract: accurate, and exactly as specified.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ditto/dtype.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/ref/math.h"
+
+namespace ditto {
+namespace {
+
+int64_t ulp_distance(float a, float b) {
+  const auto ordered = [](float x) {
+    const int32_t bits = int32_t(f32_bits(x));
+    return bits < 0 ? int64_t(INT32_MIN) - bits : int64_t(bits);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+TEST(ExpF32, WithinTwoUlpOfTheTrueValue) {
+  int64_t worst = 0;
+  for (float x = -87.0f; x < 88.7f; x += 0.0137f) {
+    const float expected = float(std::exp(double(x)));
+    worst = std::max(worst, ulp_distance(ref::exp_f32(x), expected));
+  }
+  EXPECT_LE(worst, 2);
+}
+
+TEST(ExpF32, EdgesAndSubnormals) {
+  EXPECT_EQ(ref::exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(ref::exp_f32(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isinf(ref::exp_f32(89.0f)));
+  EXPECT_TRUE(std::isnan(ref::exp_f32(NAN)));
+  EXPECT_EQ(ref::exp_f32(-INFINITY), 0.0f);
+  // exp(-100) is subnormal in f32: one rounding, close to the true value.
+  EXPECT_LE(ulp_distance(ref::exp_f32(-100.0f), float(std::exp(-100.0))), 1);
+}
+
+TEST(DoubleMath, ExpLogSinCosAreAccurate) {
+  for (double x = -700.0; x < 700.0; x += 1.37)
+    EXPECT_NEAR(ref::exp_f64(x) / std::exp(x), 1.0, 4e-16) << x;
+  for (double x : {1e-300, 0.3, 1.0, 2.0, 10000.0, 1e6, 5e300})
+    EXPECT_NEAR(ref::log_f64(x), std::log(x), 4e-16 * std::fabs(std::log(x)) + 1e-300) << x;
+  for (double x = -1000.0; x < 40000.0; x += 0.731) {
+    double s, c;
+    ref::sincos_f64(x, &s, &c);
+    EXPECT_NEAR(s, std::sin(x), 2e-14) << x;
+    EXPECT_NEAR(c, std::cos(x), 2e-14) << x;
+  }
+}
+
+TEST(FoldLanes, FixedTreeOrder) {
+  // 1e8 + 1 - 1e8 depends on order: lanes 0 and 8 are added before lane 4 joins.
+  float lanes[ref::kLanes] = {};
+  lanes[0] = 1e8f;
+  lanes[8] = -1e8f;
+  lanes[4] = 1.0f;
+  EXPECT_EQ(ref::fold_lanes(lanes), 1.0f);
+  float other[ref::kLanes] = {};
+  other[0] = 1e8f;
+  other[4] = 1.0f;
+  other[12] = -1e8f;  // lanes 4 and 12 fold first, and the 1 is lost in 1 - 1e8
+  EXPECT_EQ(ref::fold_lanes(other), 0.0f);
+}
+
+TEST(RopeAngles, MatchTheDoubleFormula) {
+  float cos[64], sin[64];
+  ref::rope_angles(1000000.0, 128, 12345, cos, sin);
+  for (int i = 0; i < 64; ++i) {
+    const float inv_freq = 1.0f / float(std::pow(1000000.0, double(float(2 * i) / 128.0f)));
+    const double angle = double(12345.0f * inv_freq);
+    EXPECT_NEAR(cos[i], std::cos(angle), 1e-6) << i;
+    EXPECT_NEAR(sin[i], std::sin(angle), 1e-6) << i;
+  }
+}
+
+}  // namespace
+}  // namespace ditto

@@ -1,1 +1,146 @@
+// The invariance contract (DESIGN.md §1) on whole models: chunking, decode vs prefill,
+// threads, and a golden hash that pins the bits across machines, compilers and commits.
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "ditto/error.h"
+#include "ditto/session.h"
+#include "tensor/hash.h"
+#include "test_checkpoint.h"
+
+namespace ditto {
+namespace {
+
+using testing::TinyConfig;
+
+std::vector<int32_t> prompt_of(size_t length, size_t vocab) {
+  std::vector<int32_t> ids(length);
+  testing::SplitMix64 rng(length);
+  for (auto& id : ids) id = int32_t(rng.next() % vocab);
+  return ids;
+}
+
+std::vector<float> prefill_in_chunks(std::shared_ptr<const Model> model, const std::vector<int32_t>& prompt,
+                                     size_t chunk, SessionOptions options = {256, DType::F32, 1}) {
+  Session session(model, options);
+  std::vector<float> all;
+  for (size_t at = 0; at < prompt.size(); at += chunk) {
+    const size_t count = std::min(chunk, prompt.size() - at);
+    const auto logits = session.prefill(std::span<const int32_t>(prompt).subspan(at, count), Logits::All);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct ModelCase {
+  const char* name;
+  TinyConfig config;
+  DType cache;
+};
+
+class Invariance : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(Invariance, EveryChunkSizeGivesTheWholePromptBits) {
+  const ModelCase& c = GetParam();
+  const auto model = Model::load(testing::write_checkpoint(c.config, std::string("chunks-") + c.name));
+  const auto prompt = prompt_of(100, c.config.vocab);
+  const SessionOptions options{256, c.cache, 1};
+  const auto whole = prefill_in_chunks(model, prompt, prompt.size(), options);
+  for (size_t chunk : {1, 2, 3, 7, 16, 17, 31, 64})
+    EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, chunk, options), whole)) << "chunk " << chunk;
+}
+
+TEST_P(Invariance, DecodeGivesThePrefillBits) {
+  const ModelCase& c = GetParam();
+  const auto model = Model::load(testing::write_checkpoint(c.config, std::string("decode-") + c.name));
+  const auto prompt = prompt_of(40, c.config.vocab);
+  const auto whole = prefill_in_chunks(model, prompt, prompt.size(), {256, c.cache, 1});
+  Session session(model, {256, c.cache, 1});
+  session.prefill(std::span<const int32_t>(prompt).first(5), Logits::None);
+  for (size_t t = 5; t < prompt.size(); ++t) {
+    const auto row = session.decode(prompt[t]);
+    const std::vector<float> expected(whole.begin() + ptrdiff_t(t * c.config.vocab),
+                                      whole.begin() + ptrdiff_t((t + 1) * c.config.vocab));
+    ASSERT_TRUE(bitwise_equal(row, expected)) << "position " << t;
+  }
+}
+
+TEST_P(Invariance, ThreadCountDoesNotChangeABit) {
+  const ModelCase& c = GetParam();
+  const auto model = Model::load(testing::write_checkpoint(c.config, std::string("threads-") + c.name));
+  const auto prompt = prompt_of(50, c.config.vocab);
+  const auto one = prefill_in_chunks(model, prompt, 13, {256, c.cache, 1});
+  for (int threads : {2, 3, 4})
+    EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, 13, {256, c.cache, threads}), one))
+        << threads << " threads";
+}
+
+TinyConfig llama_tied_f32() {
+  TinyConfig c;
+  c.arch = "llama";
+  c.tied = true;
+  c.dtype = DType::F32;
+  c.heads = 4;
+  c.kv_heads = 1;
+  return c;
+}
+
+TinyConfig qwen3_f16() {
+  TinyConfig c;
+  c.dtype = DType::F16;
+  c.head_dim = 24;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Invariance,
+                         ::testing::Values(ModelCase{"qwen3_bf16", TinyConfig{}, DType::F32},
+                                           ModelCase{"qwen3_bf16_cache_bf16", TinyConfig{}, DType::BF16},
+                                           ModelCase{"llama_tied_f32_cache_f16", llama_tied_f32(), DType::F16},
+                                           ModelCase{"qwen3_f16", qwen3_f16(), DType::F32}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The bits of the default tiny model, pinned: a change here means ditto computes a different
+// function (or different rounding) than before — on purpose only, with docs/numerics.md.
+TEST(GoldenHash, TinyQwen3LogitsArePinned) {
+  const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "golden"));
+  Session session(model, {64, DType::F32, 2});
+  const auto logits = session.prefill(prompt_of(33, TinyConfig{}.vocab), Logits::All);
+  LogitsHash hash;
+  hash.update(logits.data(), logits.size());
+  EXPECT_EQ(hash.hex(), "0cefd75b70cdbd05");
+}
+
+TEST(SessionErrors, TooLongPromptIsRefusedAndTheSessionStaysUsable) {
+  const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "too-long"));
+  Session session(model, {8, DType::F32, 1});
+  session.prefill(prompt_of(5, 96), Logits::None);
+  try {
+    session.prefill(prompt_of(4, 96), Logits::Last);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(session.position(), 5u);
+  EXPECT_EQ(session.prefill(prompt_of(3, 96), Logits::Last).size(), 96u);
+  EXPECT_EQ(session.position(), 8u);
+}
+
+TEST(SessionErrors, TokenOutsideTheVocabularyIsRefused) {
+  const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "bad-token"));
+  Session session(model, {16, DType::F32, 1});
+  const std::vector<int32_t> bad = {1, 2, 96};
+  EXPECT_THROW(session.prefill(bad), Error);
+  const std::vector<int32_t> negative = {-1};
+  EXPECT_THROW(session.prefill(negative), Error);
+  EXPECT_EQ(session.position(), 0u);
+  EXPECT_THROW(session.prefill(std::vector<int32_t>{}), Error);
+}
+
+}  // namespace
+}  // namespace ditto

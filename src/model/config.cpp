@@ -30,23 +30,18 @@ int64_t optional_token_id(const json& config, const char* key) {
 }
 
 // Since transformers 5 the rope settings live in "rope_parameters"; before, in
-// "rope_theta" and "rope_scaling". Only plain RoPE is implemented.
+// "rope_theta" and "rope_scaling". Only plain RoPE is implemented: any other type, in
+// either place, is refused rather than ignored.
 double parse_rope_theta(const json& config) {
-  const json* scaling = nullptr;
-  double theta = 10000.0;
-  if (config.contains("rope_parameters") && config["rope_parameters"].is_object()) {
-    scaling = &config["rope_parameters"];
-    if (scaling->contains("rope_theta")) theta = (*scaling)["rope_theta"].get<double>();
-  } else {
-    if (config.contains("rope_theta")) theta = config["rope_theta"].get<double>();
-    if (config.contains("rope_scaling") && !config["rope_scaling"].is_null()) scaling = &config["rope_scaling"];
-  }
-  if (scaling != nullptr) {
-    std::string type = "default";
-    if (scaling->contains("rope_type")) type = (*scaling)["rope_type"].get<std::string>();
-    else if (scaling->contains("type")) type = (*scaling)["type"].get<std::string>();
+  double theta = config.value("rope_theta", 10000.0);
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    if (!config.contains(key) || config[key].is_null()) continue;
+    const json& rope = config[key];
+    if (!rope.is_object()) throw Error(std::string("config.json: '") + key + "' must be an object");
+    const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
     if (type != "default")
       throw Error("config.json: rope scaling of type '" + type + "' is not supported (only plain RoPE)");
+    theta = rope.value("rope_theta", theta);
   }
   if (!(theta > 0.0)) throw Error("config.json: rope_theta must be positive");
   return theta;

@@ -1,0 +1,51 @@
+#pragma once
+// Test helpers: write safetensors files and whole checkpoints whose weights come from the
+// project's own deterministic generator, so golden hashes never depend on a library's RNG.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ditto/dtype.h"
+
+namespace ditto::testing {
+
+// splitmix64: a fixed, portable sequence of 64-bit values.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  // Uniform in [-scale, scale), exactly computable: a 24-bit integer times a power of two.
+  float uniform(float scale);
+
+ private:
+  uint64_t state_;
+};
+
+struct TestTensor {
+  std::string name;
+  std::string dtype;  // safetensors spelling: "F32", "F16", "BF16", ...
+  std::vector<size_t> shape;
+  std::vector<unsigned char> bytes;
+};
+
+// Serialises tensors in the safetensors format (8-byte length, JSON header, data).
+std::vector<unsigned char> safetensors_bytes(const std::vector<TestTensor>& tensors);
+void write_file(const std::string& path, const std::vector<unsigned char>& bytes);
+void write_text(const std::string& path, const std::string& text);
+
+struct TinyConfig {
+  std::string arch = "qwen3";
+  size_t vocab = 96, hidden = 40, intermediate = 72, layers = 2, heads = 4, kv_heads = 2, head_dim = 16;
+  bool tied = false;
+  DType dtype = DType::BF16;
+  uint64_t seed = 20261129;
+};
+
+std::string config_json(const TinyConfig& config);
+// The tensors of a decoder checkpoint with weights from SplitMix64(seed).
+std::vector<TestTensor> random_weights(const TinyConfig& config);
+// Writes config.json and model.safetensors into a fresh directory and returns its path.
+std::string write_checkpoint(const TinyConfig& config, const std::string& name);
+std::string temp_dir(const std::string& name);
+
+}  // namespace ditto::testing

@@ -1,0 +1,71 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ditto {
+
+struct TransparentStringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+template <class Value>
+using StringMap = std::unordered_map<std::string, Value, TransparentStringHash, std::equal_to<>>;
+
+// The byte-pair merge of one pre-token, over token ids. It reproduces tokenizers' BPE model
+// (Word::merge_all) exactly: the applicable merge of lowest rank goes first, the leftmost among
+// equals, and a queued merge whose pair has changed since is dropped.
+class BpeMerger {
+ public:
+  struct Merge {
+    int32_t left, right, result;
+  };
+  // `merges` in rank order (rank = index); a later merge of the same pair replaces an earlier
+  // one, as in tokenizers. `byte_ids[b]` is the token of the single byte b. With
+  // `whole_word_ids` non-empty (tokenizers' ignore_merges), a pre-token that is itself a token
+  // is taken whole.
+  BpeMerger(const std::vector<Merge>& merges, const std::array<int32_t, 256>& byte_ids,
+            StringMap<int32_t> whole_word_ids);
+
+  // Working memory, reused from one word to the next.
+  struct Scratch {
+    struct Symbol {
+      int32_t id;  // -1 once merged into the symbol on its left
+      int32_t prev, next;
+    };
+    struct QueuedMerge {
+      uint32_t rank;
+      int32_t pos, result;
+    };
+    std::vector<Symbol> symbols;
+    std::vector<QueuedMerge> queue;  // a min-heap by (rank, pos)
+  };
+
+  // Appends the tokens of `word` (raw bytes, not empty) to `out`.
+  void merge(std::string_view word, std::vector<int32_t>& out, Scratch& scratch) const;
+
+ private:
+  struct PairEntry {
+    uint64_t key;  // left << 32 | right; kEmptyKey for a free slot
+    uint32_t rank;
+    int32_t result;
+  };
+  static constexpr uint64_t kEmptyKey = ~uint64_t{0};
+  static uint64_t pair_key(int32_t left, int32_t right) {
+    return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
+  }
+  // The merge of a pair, or nullptr. Open addressing with linear probing: the table is looked
+  // up for every adjacent pair of every word, so it must be cheap.
+  const PairEntry* find_merge(int32_t left, int32_t right) const;
+  size_t slot_of(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> hash_shift_; }
+
+  std::vector<PairEntry> pair_table_;
+  unsigned hash_shift_ = 0;
+  std::array<int32_t, 256> byte_ids_;
+  StringMap<int32_t> whole_word_ids_;
+};
+
+}  // namespace ditto

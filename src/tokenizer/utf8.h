@@ -1,0 +1,42 @@
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ditto::utf8 {
+
+// What the bytes at one position of a string are, by the well-formed sequences of Unicode
+// (Table 3-7): a whole character, the longest prefix of a character that cannot be completed
+// (a "maximal subpart", replaced by one U+FFFD as Rust's from_utf8_lossy and the WHATWG decoder
+// do), or the start of a character that the string ends before completing.
+struct Step {
+  enum class Kind { Valid, Invalid, Truncated };
+  Kind kind;
+  size_t length;  // bytes covered, at least 1
+};
+Step next_step(std::string_view bytes, size_t pos);
+
+// Offset of the first byte that is not part of a valid character, or npos if all are.
+size_t find_invalid(std::string_view bytes);
+
+// Appends `bytes` to `out`, each maximal invalid subpart (and an unfinished character at the
+// end) replaced by U+FFFD.
+void append_lossy(std::string_view bytes, std::string& out);
+
+// Length of the prefix of `bytes` that no further bytes can change the decoding of: all but an
+// unfinished character at the end.
+size_t complete_prefix_length(std::string_view bytes);
+
+// Length of the character that starts with `lead`, in valid UTF-8.
+inline size_t char_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+// Offset where the character ending just before `end` starts, in valid UTF-8.
+inline size_t previous_char_start(std::string_view text, size_t end) {
+  size_t pos = end - 1;
+  while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) --pos;
+  return pos;
+}
+
+}  // namespace ditto::utf8

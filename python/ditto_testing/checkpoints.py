@@ -3,6 +3,7 @@
 Also a command: `python -m ditto_testing.checkpoints OUT_DIR [--arch qwen3] ...` writes one.
 """
 import argparse
+import copy
 
 import torch
 import transformers
@@ -15,8 +16,11 @@ ARCHITECTURES = {
 
 def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, intermediate_size=128,
                     layers=2, heads=4, kv_heads=2, head_dim=16, tied=False, dtype="float32",
-                    rope_theta=10000.0, seed=0, max_positions=1024):
+                    rope_theta=10000.0, seed=0, max_positions=1024, max_shard_size=None):
     """Saves a randomly initialised model (config.json + model.safetensors) and returns it in fp32.
+
+    With max_shard_size (e.g. "200KB") transformers writes model-0000x-of-0000y.safetensors shards
+    and model.safetensors.index.json instead of one file.
 
     For bf16/f16 checkpoints the returned model holds the same rounded weights in fp32, so it is
     the fp32 reference on exactly the values ditto loads.
@@ -39,7 +43,8 @@ def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, in
                 parameter.uniform_(0.5, 1.5)
             else:
                 parameter.normal_(0.0, 1.0 / hidden_size ** 0.5 * 2.0)
-    model.to(getattr(torch, dtype)).save_pretrained(out_dir, safe_serialization=True)
+    save_options = {} if max_shard_size is None else {"max_shard_size": max_shard_size}
+    model.to(getattr(torch, dtype)).save_pretrained(out_dir, safe_serialization=True, **save_options)
     # Reload rather than cast back: a cast would also round buffers such as RoPE's inv_freq.
     return model_class.from_pretrained(out_dir, dtype=torch.float32, attn_implementation="eager").eval()
 
@@ -57,6 +62,52 @@ def reference_greedy(model, token_ids, count):
         for _ in range(count):
             ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
     return ids[len(token_ids):]
+
+
+def reference_greedy_with_margins(model, token_ids, count):
+    """Like reference_greedy, and also the margin (top logit minus runner-up) of every choice.
+
+    A small margin marks a near-tie, where a tolerance-sized difference may pick the other token.
+    """
+    ids = list(token_ids)
+    margins = []
+    with torch.no_grad():
+        for _ in range(count):
+            top2 = model(torch.tensor([ids])).logits[0, -1].topk(2)
+            ids.append(int(top2.indices[0]))
+            margins.append(float(top2.values[0] - top2.values[1]))
+    return ids[len(token_ids):], margins
+
+
+_CACHE_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _register_rounded_cache_attention(cache_dtype):
+    """An attention implementation for transformers that rounds K and V to cache_dtype first."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    name = f"ditto_rounded_kv_{cache_dtype}"
+    torch_dtype = _CACHE_DTYPES[cache_dtype]
+
+    def attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        # key arrives after the q/k norm and RoPE, value after its projection: exactly the
+        # values a KV cache stores. Round them (to nearest even, as torch casts) and go on in fp32.
+        return eager_attention_forward(module, query, key.to(torch_dtype).float(), value.to(torch_dtype).float(),
+                                       attention_mask, scaling, dropout, **kwargs)
+
+    AttentionInterface.register(name, attention)
+    AttentionMaskInterface.register(name, eager_mask)  # the same causal mask as "eager"
+    return name
+
+
+def with_rounded_kv_cache(model, cache_dtype):
+    """A copy of an fp32 reference model whose attention sees K and V rounded to cache_dtype
+    ("f16" or "bf16"), as an engine with a 16-bit KV cache stores them; all else stays fp32."""
+    rounded = copy.deepcopy(model)
+    rounded.set_attn_implementation(_register_rounded_cache_attention(cache_dtype))
+    return rounded.eval()
 
 
 def main():

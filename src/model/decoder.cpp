@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "kernels/ref/kernels.h"
+#include "kernels/kernels.h"
 #include "model/weights.h"
 
 namespace ditto {
@@ -24,44 +24,44 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
   std::vector<float> cos(rows * c.head_dim / 2), sin(rows * c.head_dim / 2);
 
   for (size_t t = 0; t < rows; ++t) {
-    ref::embedding_row(w.embedding.view(), size_t(tokens[t]), &x[t * hidden]);
-    ref::rope_angles(c.rope_theta, c.head_dim, first_pos + t, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+    kernels::embedding_row(w.embedding.view(), size_t(tokens[t]), &x[t * hidden]);
+    kernels::rope_angles(c.rope_theta, c.head_dim, first_pos + t, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
   }
 
   for (size_t l = 0; l < c.layers; ++l) {
     const LayerWeights& layer = w.layers[l];
-    ref::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
-    ref::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
-    ref::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
-    ref::matmul(normed.data(), rows, layer.v.view(), v.data(), threads);
+    kernels::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
+    kernels::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
+    kernels::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
+    kernels::matmul(normed.data(), rows, layer.v.view(), v.data(), threads);
     if (c.qk_norm) {
-      ref::rmsnorm(q.data(), rows * c.heads, c.head_dim, layer.q_norm.data(), c.rms_norm_eps, q.data());
-      ref::rmsnorm(k.data(), rows * c.kv_heads, c.head_dim, layer.k_norm.data(), c.rms_norm_eps, k.data());
+      kernels::rmsnorm(q.data(), rows * c.heads, c.head_dim, layer.q_norm.data(), c.rms_norm_eps, q.data());
+      kernels::rmsnorm(k.data(), rows * c.kv_heads, c.head_dim, layer.k_norm.data(), c.rms_norm_eps, k.data());
     }
     for (size_t t = 0; t < rows; ++t) {
-      ref::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
-      ref::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+      kernels::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+      kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
       cache.write(l, first_pos + t, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this chunk's keys and values back from the cache.
-    ref::attention(q.data(), rows, first_pos, cache.layer(l), c.heads, c.kv_heads, c.head_dim, attended.data(),
+    kernels::attention(q.data(), rows, first_pos, cache.layer(l), c.heads, c.kv_heads, c.head_dim, attended.data(),
                    threads);
-    ref::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
+    kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
 
-    ref::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
-    ref::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
-    ref::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
-    ref::silu_mul(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
-    ref::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
+    kernels::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
+    kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
+    kernels::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
+    kernels::silu_mul(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
+    kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
   }
 
   if (which == Logits::None) return;
   const size_t first_row = which == Logits::Last ? rows - 1 : 0;
   const size_t logit_rows = rows - first_row;
-  ref::rmsnorm(&x[first_row * hidden], logit_rows, hidden, w.final_norm.data(), c.rms_norm_eps, normed.data());
-  ref::matmul(normed.data(), logit_rows, w.output_matrix(), logits, threads);
+  kernels::rmsnorm(&x[first_row * hidden], logit_rows, hidden, w.final_norm.data(), c.rms_norm_eps, normed.data());
+  kernels::matmul(normed.data(), logit_rows, w.output_matrix(), logits, threads);
 }
 
 }  // namespace ditto

@@ -7,17 +7,25 @@
 
 namespace ditto {
 
-// A weight matrix as the kernels read it: `rows` output features, each a contiguous row of
-// `cols` input features in `dtype`. Rows are 64-byte aligned (row_stride is in elements).
+// A weight matrix as the kernels read it: `rows` output features by `cols` input features,
+// packed in panels of kPanelRows outputs. Panel p holds outputs 16p .. 16p+15 for every
+// input k, k-major: element (n, k) lies at panel n / 16, position k * 16 + n % 16. A matmul
+// then broadcasts one activation and multiplies a whole panel row with it, so each output
+// stays one sequential chain over k (docs/numerics.md). The last panel is zero-padded.
+inline constexpr size_t kPanelRows = 16;
+
 struct MatrixView {
   DType dtype = DType::F32;
   size_t rows = 0;
   size_t cols = 0;
-  size_t row_stride = 0;
-  const void* data = nullptr;
+  const void* data = nullptr;  // 64-byte aligned
 
-  const void* row(size_t r) const {
-    return static_cast<const unsigned char*>(data) + r * row_stride * dtype_size(dtype);
+  size_t panels() const { return (rows + kPanelRows - 1) / kPanelRows; }
+  const void* panel(size_t p) const {
+    return static_cast<const unsigned char*>(data) + p * cols * kPanelRows * dtype_size(dtype);
+  }
+  float at(size_t n, size_t k) const {
+    return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include "kernels/ref/kernels.h"
 #include "kernels/ref/math.h"
+#include "kernels/thread_pool.h"
 
 namespace ditto::ref {
 
@@ -12,11 +13,9 @@ void attention(const float* q, size_t rows, size_t first_pos, const KVLayerView&
   const size_t element = dtype_size(cache.dtype);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   const size_t width = heads * head_dim;
-#pragma omp parallel num_threads(threads)
-  {
+  parallel_for(threads, rows * heads, [&](size_t job_begin, size_t job_end) {
     std::vector<float> probs(first_pos + rows);
-#pragma omp for schedule(static)
-    for (size_t job = 0; job < rows * heads; ++job) {
+    for (size_t job = job_begin; job < job_end; ++job) {
       const size_t t = job / heads;
       const size_t h = job % heads;
       const size_t kv = h / group;
@@ -52,7 +51,7 @@ void attention(const float* q, size_t rows, size_t first_pos, const KVLayerView&
         for (size_t d = 0; d < head_dim; ++d) o[d] = std::fma(probs[j], load_as_f32(vj, cache.dtype, d), o[d]);
       }
     }
-  }
+  });
 }
 
 }  // namespace ditto::ref

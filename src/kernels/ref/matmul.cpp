@@ -1,27 +1,26 @@
 #include <cmath>
 
 #include "kernels/ref/kernels.h"
+#include "kernels/thread_pool.h"
 
 namespace ditto::ref {
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
   const size_t k_len = w.cols;
   const size_t n_len = w.rows;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (size_t n = 0; n < n_len; ++n) {
-    const void* weights = w.row(n);
-    for (size_t m = 0; m < rows; ++m) {
-      const float* xm = x + m * k_len;
-      float acc = 0.0f;
-      for (size_t k = 0; k < k_len; ++k) acc = std::fma(xm[k], load_as_f32(weights, w.dtype, k), acc);
-      y[m * n_len + n] = acc;
-    }
-  }
+  parallel_for(threads, n_len, [&](size_t n_begin, size_t n_end) {
+    for (size_t n = n_begin; n < n_end; ++n)
+      for (size_t m = 0; m < rows; ++m) {
+        const float* xm = x + m * k_len;
+        float acc = 0.0f;
+        for (size_t k = 0; k < k_len; ++k) acc = std::fma(xm[k], w.at(n, k), acc);
+        y[m * n_len + n] = acc;
+      }
+  });
 }
 
 void embedding_row(const MatrixView& table, size_t token, float* out) {
-  const void* row = table.row(token);
-  for (size_t k = 0; k < table.cols; ++k) out[k] = load_as_f32(row, table.dtype, k);
+  for (size_t k = 0; k < table.cols; ++k) out[k] = table.at(token, k);
 }
 
 }  // namespace ditto::ref

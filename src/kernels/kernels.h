@@ -1,0 +1,25 @@
+#pragma once
+#include <string>
+
+#include "kernels/ref/kernels.h"
+
+// The kernels the decoder calls: SIMD versions chosen at run time for the best target the
+// CPU offers (Highway dynamic dispatch), each bit-identical to its scalar reference in
+// kernels/ref/ (docs/numerics.md); tests/simd_test.cpp checks every compiled target.
+namespace ditto::kernels {
+
+void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
+void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
+void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
+void silu_mul(const float* gate, const float* up, size_t n, float* out);
+void attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayerView& cache, size_t heads,
+               size_t kv_heads, size_t head_dim, float* out, int threads);
+
+// Not on the hot path: the reference serves.
+using ref::embedding_row;
+using ref::rope_angles;
+
+// The Highway target the kernels run on now (e.g. "AVX3", "AVX2").
+std::string target_name();
+
+}  // namespace ditto::kernels

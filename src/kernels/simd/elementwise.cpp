@@ -1,0 +1,114 @@
+// SIMD RMSNorm, RoPE and SiLU·mul: the reference formulas, vectorised across elements; the
+// tail past the last full vector runs the scalar reference formula.
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/math.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/simd/elementwise.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels/simd/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ditto::HWY_NAMESPACE {
+#if DITTO_SIMD_HAS_FMA
+
+constexpr size_t kLanesF = hn::MaxLanes(DF());
+
+void RmsNorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
+  const DF d;
+  for (size_t m = 0; m < rows; ++m) {
+    const float* xm = x + m * n;
+    float* om = out + m * n;
+    VF lanes[kLaneVectors];
+    for (auto& lane : lanes) lane = hn::Zero(d);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      for (size_t v = 0; v < kLaneVectors; ++v) {
+        const VF xv = hn::LoadU(d, xm + i + v * kLanesF);
+        lanes[v] = hn::MulAdd(xv, xv, lanes[v]);
+      }
+    // The tail continues lane i % 16 in scalar code, then the lanes fold as in the reference.
+    HWY_ALIGN float scalar_lanes[16];
+    for (size_t v = 0; v < kLaneVectors; ++v) hn::Store(lanes[v], d, scalar_lanes + v * kLanesF);
+    for (; i < n; ++i) scalar_lanes[i % 16] = std::fma(xm[i], xm[i], scalar_lanes[i % 16]);
+    const float mean = ref::fold_lanes(scalar_lanes) / float(n);
+    const float r = 1.0f / std::sqrt(mean + eps);
+    const VF rv = hn::Set(d, r);
+    size_t j = 0;
+    for (; j + kLanesF <= n; j += kLanesF)
+      hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, xm + j), rv), hn::LoadU(d, weight + j)), d, om + j);
+    for (; j < n; ++j) om[j] = (xm[j] * r) * weight[j];
+  }
+}
+
+void Rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin) {
+  const DF d;
+  const size_t half = head_dim / 2;
+  for (size_t h = 0; h < heads; ++h) {
+    float* v = x + h * head_dim;
+    size_t i = 0;
+    for (; i + kLanesF <= half; i += kLanesF) {
+      const VF a = hn::LoadU(d, v + i), b = hn::LoadU(d, v + i + half);
+      const VF c = hn::LoadU(d, cos + i), s = hn::LoadU(d, sin + i);
+      hn::StoreU(hn::Add(hn::Mul(a, c), hn::Mul(hn::Neg(b), s)), d, v + i);
+      hn::StoreU(hn::Add(hn::Mul(b, c), hn::Mul(a, s)), d, v + i + half);
+    }
+    for (; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cos[i] + (-b) * sin[i];
+      v[i + half] = b * cos[i] + a * sin[i];
+    }
+  }
+}
+
+void SiluMul(const float* gate, const float* up, size_t n, float* out) {
+  const DF d;
+  const VF one = hn::Set(d, 1.0f);
+  size_t i = 0;
+  for (; i + kLanesF <= n; i += kLanesF) {
+    const VF g = hn::LoadU(d, gate + i);
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, Exp(d, hn::Neg(g)))), hn::LoadU(d, up + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = (gate[i] / (1.0f + ref::exp_f32(-gate[i]))) * up[i];
+}
+
+#else
+void RmsNorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
+  ref::rmsnorm(x, rows, n, weight, eps, out);
+}
+void Rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin) {
+  ref::rope(x, heads, head_dim, cos, sin);
+}
+void SiluMul(const float* gate, const float* up, size_t n, float* out) { ref::silu_mul(gate, up, n, out); }
+#endif  // DITTO_SIMD_HAS_FMA
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace ditto::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ditto::kernels {
+
+HWY_EXPORT(RmsNorm);
+HWY_EXPORT(Rope);
+HWY_EXPORT(SiluMul);
+HWY_EXPORT(TargetName);
+
+void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
+  HWY_DYNAMIC_DISPATCH(RmsNorm)(x, rows, n, weight, eps, out);
+}
+void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin) {
+  HWY_DYNAMIC_DISPATCH(Rope)(x, heads, head_dim, cos, sin);
+}
+void silu_mul(const float* gate, const float* up, size_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
+}
+std::string target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace ditto::kernels
+#endif

@@ -1,0 +1,99 @@
+// Per-target building blocks of the SIMD kernels (Highway). Included once per target by
+// each kernel file. Every helper follows docs/numerics.md exactly.
+
+// The contract needs a fused multiply-add: only these targets get SIMD kernels; the others
+// (SSE4, scalar) run the reference. Evaluated where used, i.e. per target.
+#ifndef DITTO_SIMD_HAS_FMA
+#define DITTO_SIMD_HAS_FMA (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#endif
+
+#if defined(DITTO_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef DITTO_SIMD_INL_H_
+#undef DITTO_SIMD_INL_H_
+#else
+#define DITTO_SIMD_INL_H_
+#endif
+
+#include <cstring>
+
+#include "ditto/dtype.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace ditto::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if DITTO_SIMD_HAS_FMA
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Loads Lanes(d) consecutive elements of `dtype` at `data` and widens them to f32 exactly.
+HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
+  switch (dtype) {
+    case DType::BF16: {
+      const hn::Rebind<hwy::bfloat16_t, DF> dbf;
+      return hn::PromoteTo(d, hn::LoadU(dbf, static_cast<const hwy::bfloat16_t*>(data)));
+    }
+    case DType::F16: {
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      return hn::PromoteTo(d, hn::LoadU(dh, static_cast<const hwy::float16_t*>(data)));
+    }
+    case DType::F32: break;
+  }
+  return hn::LoadU(d, static_cast<const float*>(data));
+}
+
+// Lane folding of the 16-lane sum: lane[j] += lane[j + w] for w = 8, 4, 2, 1.
+template <class D>
+HWY_INLINE float FoldVector(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    return FoldVector(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  } else {
+    (void)d;
+    v = hn::Add(v, hn::Shuffle1032(v));
+    v = hn::Add(v, hn::Shuffle2301(v));
+    return hn::GetLane(v);
+  }
+}
+
+// The 16 virtual lanes as kLaneVectors registers: vector i holds lanes i*L .. i*L+L-1.
+constexpr size_t kLaneVectors = 16 / hn::MaxLanes(DF());
+static_assert(kLaneVectors * hn::MaxLanes(DF()) == 16, "the 16-lane order needs 4, 8 or 16 lanes");
+
+HWY_INLINE float FoldLanes(VF (&lanes)[kLaneVectors]) {
+  for (size_t width = kLaneVectors / 2; width >= 1; width /= 2)
+    for (size_t i = 0; i < width; ++i) lanes[i] = hn::Add(lanes[i], lanes[i + width]);
+  return FoldVector(DF(), lanes[0]);
+}
+
+// exp_f32 of docs/numerics.md, lane by lane, operation for operation.
+HWY_INLINE VF Exp(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  const VF n = hn::Floor(hn::Add(hn::Mul(x, hn::Set(d, 1.44269502162933349609375f)), hn::Set(d, 0.5f)));
+  const VF minus_n = hn::Neg(n);
+  VF r = hn::MulAdd(minus_n, hn::Set(d, 0.693145751953125f), x);
+  r = hn::MulAdd(minus_n, hn::Set(d, 1.428606765330187045e-06f), r);
+  VF p = hn::Set(d, 1.98412698e-4f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.38888889e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 8.33333333e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 4.16666667e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.66666667e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  const auto half = hn::ConvertTo(di, hn::Trunc(hn::Mul(n, hn::Set(d, 0.5f))));
+  const auto rest = hn::Sub(hn::ConvertTo(di, n), half);
+  const auto bias = hn::Set(di, 127);
+  const VF scaled = hn::Mul(hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(half, bias)))),
+                            hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(rest, bias))));
+  VF result = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283935546875f)), hn::Inf(d), scaled);
+  result = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -104.0f)), result);
+  return hn::IfThenElse(hn::IsNaN(x), x, result);
+}
+
+#endif  // DITTO_SIMD_HAS_FMA
+}  // namespace ditto::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif

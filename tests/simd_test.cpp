@@ -1,0 +1,154 @@
+// Every SIMD kernel, on every target this CPU supports, against its scalar reference: equal
+// bits on random data and awkward shapes (1, primes, sizes that are not multiples of the
+// vector width or of the 16-output panel).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/kernels.h"
+#include "runtime/kv_cache.h"
+#include "test_checkpoint.h"
+
+namespace ditto {
+namespace {
+
+std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f) {
+  testing::SplitMix64 rng(seed);
+  std::vector<float> values(count);
+  for (auto& v : values) v = rng.uniform(scale);
+  return values;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Runs `check` once per SIMD target the CPU supports, with the kernels dispatched to it.
+template <typename Check>
+void for_each_target(Check check) {
+  const auto targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (const int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    ASSERT_EQ(kernels::target_name(), hwy::TargetName(target));
+    check();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+TEST(Simd, TheBestTargetIsUsedByDefault) {
+  const auto targets = hwy::SupportedAndGeneratedTargets();
+  EXPECT_EQ(kernels::target_name(), hwy::TargetName(targets.front()));
+  std::printf("SIMD targets: ");
+  for (const int64_t t : targets) std::printf("%s ", hwy::TargetName(t));
+  std::printf("\n");
+}
+
+TEST(Simd, MatmulMatchesReference) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    for (size_t rows : {1, 2, 3, 5, 8, 9, 17, 33}) {
+      for (auto [n, k] : std::vector<std::pair<size_t, size_t>>{{1, 1}, {16, 16}, {17, 3}, {31, 100}, {48, 257},
+                                                                 {100, 37}, {64, 513}, {97, 300}}) {
+        std::vector<unsigned char> source(n * k * dtype_size(dtype));
+        const auto values = random_floats(n * k, n * 1000 + k);
+        for (size_t i = 0; i < n * k; ++i) store_from_f32(source.data(), dtype, i, values[i]);
+        const auto w = PackedMatrix::pack(dtype, n, k, source.data());
+        const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
+        std::vector<float> expected(rows * n);
+        ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
+        for_each_target([&] {
+          for (int threads : {1, 3}) {
+            std::vector<float> got(rows * n, -1.0f);
+            kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
+            ASSERT_TRUE(same_bits(got, expected))
+                << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
+          }
+        });
+      }
+    }
+  }
+}
+
+TEST(Simd, RmsNormMatchesReference) {
+  for (size_t n : {1, 3, 15, 16, 17, 40, 100, 1024, 1031}) {
+    const auto x = random_floats(3 * n, n, 4.0f);
+    const auto weight = random_floats(n, n + 1);
+    std::vector<float> expected(3 * n), got(3 * n);
+    ref::rmsnorm(x.data(), 3, n, weight.data(), 1e-6f, expected.data());
+    for_each_target([&] {
+      kernels::rmsnorm(x.data(), 3, n, weight.data(), 1e-6f, got.data());
+      ASSERT_TRUE(same_bits(got, expected)) << "n " << n;
+      std::vector<float> in_place = x;
+      kernels::rmsnorm(in_place.data(), 3, n, weight.data(), 1e-6f, in_place.data());
+      ASSERT_TRUE(same_bits(in_place, expected)) << "in place, n " << n;
+    });
+  }
+}
+
+TEST(Simd, RopeMatchesReference) {
+  for (size_t head_dim : {2, 6, 16, 24, 64, 128}) {
+    std::vector<float> cos(head_dim / 2), sin(head_dim / 2);
+    ref::rope_angles(1000000.0, head_dim, 977, cos.data(), sin.data());
+    const auto x = random_floats(5 * head_dim, head_dim, 2.0f);
+    auto expected = x;
+    ref::rope(expected.data(), 5, head_dim, cos.data(), sin.data());
+    for_each_target([&] {
+      auto got = x;
+      kernels::rope(got.data(), 5, head_dim, cos.data(), sin.data());
+      ASSERT_TRUE(same_bits(got, expected)) << "head_dim " << head_dim;
+    });
+  }
+}
+
+TEST(Simd, SiluMulMatchesReferenceIncludingExtremes) {
+  auto gate = random_floats(1001, 5, 20.0f);
+  // exp overflow, underflow into subnormals, infinities and NaN go through the same lanes.
+  for (float special : {-200.0f, -103.9f, -90.0f, 88.0f, 89.0f, 200.0f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f})
+    gate.push_back(special);
+  const auto up = random_floats(gate.size(), 6);
+  std::vector<float> expected(gate.size());
+  ref::silu_mul(gate.data(), up.data(), gate.size(), expected.data());
+  for_each_target([&] {
+    for (size_t n : {size_t(1), size_t(7), gate.size()}) {
+      std::vector<float> got(n);
+      kernels::silu_mul(gate.data() + gate.size() - n, up.data() + gate.size() - n, n, got.data());
+      ASSERT_EQ(std::memcmp(got.data(), expected.data() + gate.size() - n, n * sizeof(float)), 0) << "n " << n;
+    }
+  });
+}
+
+TEST(Simd, AttentionMatchesReference) {
+  struct Shape {
+    size_t heads, kv_heads, head_dim, first_pos, rows;
+  };
+  for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
+    for (Shape s : {Shape{1, 1, 16, 0, 1}, Shape{4, 2, 64, 0, 37}, Shape{8, 2, 128, 19, 13}, Shape{3, 1, 32, 100, 1},
+                    Shape{2, 2, 24, 5, 7}, Shape{6, 3, 48, 16, 17}}) {
+      const size_t capacity = s.first_pos + s.rows + 3;
+      KVCache cache(1, s.kv_heads, s.head_dim, capacity, cache_dtype);
+      const size_t kv_width = s.kv_heads * s.head_dim;
+      const auto keys = random_floats((s.first_pos + s.rows) * kv_width, 11, 3.0f);
+      const auto values = random_floats((s.first_pos + s.rows) * kv_width, 12, 2.0f);
+      for (size_t p = 0; p < s.first_pos + s.rows; ++p) cache.write(0, p, &keys[p * kv_width], &values[p * kv_width]);
+      const auto q = random_floats(s.rows * s.heads * s.head_dim, 13, 3.0f);
+      std::vector<float> expected(q.size());
+      ref::attention(q.data(), s.rows, s.first_pos, cache.layer(0), s.heads, s.kv_heads, s.head_dim, expected.data(), 1);
+      for_each_target([&] {
+        for (int threads : {1, 2, 4}) {
+          std::vector<float> got(q.size());
+          kernels::attention(q.data(), s.rows, s.first_pos, cache.layer(0), s.heads, s.kv_heads, s.head_dim, got.data(),
+                             threads);
+          ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
+                                                << s.head_dim << " rows " << s.rows << " threads " << threads;
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ditto

@@ -1,9 +1,15 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace ditto::cli {
 
 // Each command adds its subcommand, with its options and the callback that runs it.
 void register_generate(CLI::App& app);
+void register_tokenize(CLI::App& app);  // tokenize and detokenize
+void register_bench(CLI::App& app);
+
+// The tokenizer.json to use: `tokenizer_path` if given, else the one in `model_dir`.
+std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path);
 
 }  // namespace ditto::cli

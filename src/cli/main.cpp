@@ -7,6 +7,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ditto: LLM inference whose logits are bitwise the same however the work is cut up"};
   app.require_subcommand(1);
   ditto::cli::register_generate(app);
+  ditto::cli::register_bench(app);
+  ditto::cli::register_tokenize(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

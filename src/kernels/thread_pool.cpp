@@ -13,6 +13,8 @@ namespace {
 // About 50-100 microseconds: longer than the gap between two kernels of one forward pass,
 // much shorter than the gap between user requests.
 constexpr int kSpinIterations = 20000;
+// Chunks per thread: enough to balance uneven progress, few enough to keep claiming cheap.
+constexpr size_t kChunksPerThread = 4;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -32,6 +34,22 @@ void wait_for_change(const std::atomic<T>& value, T old) {
 
 }  // namespace
 
+// One run: chunks are claimed through `next`; `done` counts finished chunks. A worker that
+// arrives late holds the job alive through its shared_ptr, finds no chunk left and leaves.
+struct ThreadPool::Job {
+  const std::function<void(size_t, size_t)>* body;
+  size_t count, chunk, chunks;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+
+  void claim_and_run() {
+    for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
+      (*body)(i * chunk, std::min(count, (i + 1) * chunk));
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_one();
+    }
+  }
+};
+
 ThreadPool& ThreadPool::shared() {
   static ThreadPool pool;
   return pool;
@@ -44,49 +62,44 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::start_workers(int count) {
-  while (int(workers_.size()) < count) {
-    const int index = int(workers_.size()) + 1;  // the caller is range 0
-    workers_.emplace_back([this, index] { work(index); });
-  }
-}
-
-void ThreadPool::run_range(int index) {
-  const size_t begin = count_ * size_t(index) / size_t(active_);
-  const size_t end = count_ * size_t(index + 1) / size_t(active_);
-  if (begin < end) (*body_)(begin, end);
-}
-
-void ThreadPool::work(int index) {
+void ThreadPool::work() {
   uint64_t seen = 0;
   while (true) {
     wait_for_change(generation_, seen);
-    seen = generation_.load(std::memory_order_acquire);
     if (stopping_.load()) return;
-    if (index < active_) run_range(index);
-    // Every worker checks in, active or not, so that no worker can still be reading this
-    // run's fields when the next run writes them.
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job = job_;
+      seen = generation_.load(std::memory_order_acquire);
+    }
+    if (job) job->claim_and_run();
   }
 }
 
 void ThreadPool::run(int threads, size_t count, const std::function<void(size_t, size_t)>& body) {
-  const int active = int(std::clamp<size_t>(size_t(std::max(threads, 1)), 1, std::max<size_t>(count, 1)));
-  if (active == 1) {
-    if (count > 0) body(0, count);
-    return;
+  if (count == 0) return;
+  const size_t active = std::min<size_t>(size_t(std::max(threads, 1)), count);
+  if (active == 1) return body(0, count);
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  auto job = std::make_shared<Job>();
+  job->body = &body;
+  job->count = count;
+  job->chunk = std::max<size_t>(1, count / (active * kChunksPerThread));
+  job->chunks = (count + job->chunk - 1) / job->chunk;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (workers_.size() + 1 < active) workers_.emplace_back([this] { work(); });
+    job_ = job;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  std::lock_guard<std::mutex> lock(run_mutex_);
-  start_workers(active - 1);
-  body_ = &body;
-  count_ = count;
-  active_ = active;
-  pending_.store(int(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  run_range(0);
-  for (int left = pending_.load(std::memory_order_acquire); left != 0; left = pending_.load(std::memory_order_acquire))
-    wait_for_change(pending_, left);
+  job->claim_and_run();
+  for (size_t finished = job->done.load(std::memory_order_acquire); finished != job->chunks;
+       finished = job->done.load(std::memory_order_acquire))
+    wait_for_change(job->done, finished);
+  std::lock_guard<std::mutex> lock(mutex_);
+  job_.reset();
 }
 
 }  // namespace ditto

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -9,32 +10,30 @@
 namespace ditto {
 
 // A persistent pool of worker threads, started once and shared by every session. Kernels
-// split independent outputs (matmul panels, attention heads and rows) over it, so the
-// thread count never changes a result. Idle workers spin briefly, then sleep on a futex, so
-// that a busy machine is not slowed by threads that wait.
+// split independent outputs (matmul panels, attention heads and rows) over it, so neither
+// the thread count nor which thread computes what can change a result. Work is handed out
+// in small chunks that threads claim as they come, so a worker the OS has descheduled on a
+// busy machine delays nobody; idle workers spin briefly, then sleep.
 class ThreadPool {
  public:
   static ThreadPool& shared();
   ~ThreadPool();
 
-  // Calls body(begin, end) on `threads` contiguous ranges that cover [0, count); the caller
-  // runs the first range itself. Returns when all ranges are done.
+  // Calls body(begin, end) on chunks that cover [0, count), on up to `threads` threads (the
+  // caller is one of them). Returns when every chunk is done.
   void run(int threads, size_t count, const std::function<void(size_t, size_t)>& body);
 
  private:
+  struct Job;
   ThreadPool() = default;
-  void start_workers(int count);
-  void work(int index);
-  void run_range(int index);
+  void work();
 
-  std::mutex run_mutex_;  // one run at a time
+  std::mutex mutex_;  // guards job_ and workers_; one run at a time holds run_mutex_
+  std::mutex run_mutex_;
   std::vector<std::thread> workers_;
+  std::shared_ptr<Job> job_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> stopping_{false};
-  const std::function<void(size_t, size_t)>* body_ = nullptr;
-  size_t count_ = 0;
-  int active_ = 1;
 };
 
 // Shorthand for ThreadPool::shared().run(...).

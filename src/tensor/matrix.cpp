@@ -3,10 +3,25 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 namespace ditto {
 
 void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+namespace {
+
+// Element (n, k) of the row-major source goes to panel n / 16, position k * 16 + n % 16.
+template <typename T>
+void pack_panels(const T* source, size_t rows, size_t cols, T* out) {
+  for (size_t n = 0; n < rows; ++n) {
+    T* panel = out + (n / kPanelRows) * cols * kPanelRows + n % kPanelRows;
+    const T* row = source + n * cols;
+    for (size_t k = 0; k < cols; ++k) panel[k * kPanelRows] = row[k];
+  }
+}
+
+}  // namespace
 
 PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const void* source) {
   const size_t element = dtype_size(dtype);
@@ -15,12 +30,15 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
   void* storage = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (storage == nullptr) throw std::bad_alloc();
   std::memset(storage, 0, bytes);
-  auto* out = static_cast<unsigned char*>(storage);
-  const auto* in = static_cast<const unsigned char*>(source);
-  for (size_t n = 0; n < rows; ++n) {
-    unsigned char* panel = out + (n / kPanelRows) * cols * kPanelRows * element;
-    for (size_t k = 0; k < cols; ++k)
-      std::memcpy(panel + (k * kPanelRows + n % kPanelRows) * element, in + (n * cols + k) * element, element);
+  // The source may be unaligned (safetensors offsets are not): read it through memcpy'd rows.
+  if (element == 4) {
+    std::vector<uint32_t> aligned(rows * cols);
+    std::memcpy(aligned.data(), source, rows * cols * 4);
+    pack_panels(aligned.data(), rows, cols, static_cast<uint32_t*>(storage));
+  } else {
+    std::vector<uint16_t> aligned(rows * cols);
+    std::memcpy(aligned.data(), source, rows * cols * 2);
+    pack_panels(aligned.data(), rows, cols, static_cast<uint16_t*>(storage));
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);

@@ -1,0 +1,106 @@
+// `ditto tokenize` and `ditto detokenize`: text to token ids and back, for inspection.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ditto/error.h"
+#include "ditto/tokenizer.h"
+
+namespace ditto::cli {
+
+std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty()) return tokenizer_path;
+  if (model_dir.empty()) throw Error("no tokenizer: give --tokenizer FILE or -m MODEL_DIR holding tokenizer.json");
+  const std::filesystem::path beside_model = std::filesystem::path(model_dir) / "tokenizer.json";
+  if (!std::filesystem::exists(beside_model)) {
+    throw Error("no tokenizer.json in " + model_dir + ": give one with --tokenizer");
+  }
+  return beside_model.string();
+}
+
+namespace {
+
+struct TokenizerOptions {
+  std::string model;
+  std::string tokenizer;
+  std::string text;
+  bool text_given = false;
+  bool special_as_text = false;
+  bool show_tokens = false;
+  std::vector<int32_t> ids;
+  bool skip_special = false;
+};
+
+void add_tokenizer_options(CLI::App* command, TokenizerOptions& options) {
+  command->add_option("-m,--model", options.model, "Checkpoint directory holding tokenizer.json");
+  command->add_option("--tokenizer", options.tokenizer, "tokenizer.json to use (instead of the model's)");
+}
+
+std::string read_all(std::istream& in) {
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void run_tokenize(const TokenizerOptions& o) {
+  const Tokenizer tokenizer = Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+  const std::string text = o.text_given ? o.text : read_all(std::cin);
+  const std::vector<int32_t> ids = tokenizer.encode(text, !o.special_as_text);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (o.show_tokens) {
+      std::printf("%d\t%s\n", ids[i], tokenizer.id_to_token(ids[i]).value_or("").c_str());
+    } else {
+      std::printf("%s%d", i ? " " : "", ids[i]);
+    }
+  }
+  if (!o.show_tokens) std::printf("\n");
+}
+
+void run_detokenize(const TokenizerOptions& o) {
+  const Tokenizer tokenizer = Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+  std::vector<int32_t> ids = o.ids;
+  if (ids.empty()) {
+    std::istringstream in(read_all(std::cin));
+    std::string word;
+    while (in >> word) {
+      size_t used = 0;
+      int32_t id = -1;
+      try {
+        id = std::stoi(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != word.size()) throw Error("'" + word + "' is not a token id");
+      ids.push_back(id);
+    }
+  }
+  const std::string text = tokenizer.decode(ids, o.skip_special);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::printf("\n");
+}
+
+}  // namespace
+
+void register_tokenize(CLI::App& app) {
+  auto options = std::make_shared<TokenizerOptions>();
+  CLI::App* tokenize = app.add_subcommand("tokenize", "Print the token ids of a text (from -p or standard input)");
+  add_tokenizer_options(tokenize, *options);
+  tokenize->add_option("-p,--prompt", options->text, "Text to tokenize; standard input if not given")
+      ->each([options](const std::string&) { options->text_given = true; });
+  tokenize->add_flag("--special-as-text", options->special_as_text,
+                     "Encode special tokens written in the text (such as <|im_end|>) as plain text");
+  tokenize->add_flag("--show-tokens", options->show_tokens, "Print one id and its token per line");
+  tokenize->callback([options] { run_tokenize(*options); });
+
+  CLI::App* detokenize = app.add_subcommand("detokenize", "Print the text of token ids (arguments or standard input)");
+  add_tokenizer_options(detokenize, *options);
+  detokenize->add_option("ids", options->ids, "Token ids; standard input if none");
+  detokenize->add_flag("--skip-special", options->skip_special, "Leave special tokens out");
+  detokenize->callback([options] { run_detokenize(*options); });
+}
+
+}  // namespace ditto::cli

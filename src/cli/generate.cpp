@@ -1,7 +1,8 @@
-// `ditto generate`: greedy continuation of a prompt of token ids.
+// `ditto generate`: greedy continuation of a prompt, as text (-p) or as token ids (--tokens).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "ditto/tokenizer.h"
 #include "tensor/hash.h"
 
 namespace ditto::cli {
@@ -18,6 +20,8 @@ namespace {
 
 struct GenerateOptions {
   std::string model;
+  std::string prompt;     // text, encoded with the tokenizer
+  std::string tokenizer;  // tokenizer.json; default: the one in the model directory
   std::string tokens;
   int predict = 32;
   size_t chunk = 0;
@@ -43,7 +47,7 @@ std::vector<int32_t> parse_token_ids(const std::string& text) {
     if (used != word.size() || id < 0 || id > INT32_MAX) throw Error("'" + word + "' is not a token id");
     ids.push_back(int32_t(id));
   }
-  if (ids.empty()) throw Error("the prompt is empty: give token ids with --tokens");
+  if (ids.empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
   return ids;
 }
 
@@ -56,7 +60,17 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 void run_generate(const GenerateOptions& o) {
-  const std::vector<int32_t> prompt = parse_token_ids(o.tokens);
+  // A text prompt gets a text answer, streamed; token ids get token ids.
+  std::optional<Tokenizer> tokenizer;
+  std::vector<int32_t> prompt;
+  if (o.prompt.empty()) {
+    prompt = parse_token_ids(o.tokens);
+  } else {
+    tokenizer.emplace(Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer)));
+    prompt = tokenizer->encode(o.prompt);
+  }
+  std::optional<StreamDecoder> text_out;
+  if (tokenizer) text_out.emplace(*tokenizer, /*skip_special=*/true);
   const auto model = Model::load(o.model);
   const ModelConfig& config = model->config();
   SessionOptions session_options;
@@ -83,7 +97,11 @@ void run_generate(const GenerateOptions& o) {
   int generated = 0;
   while (true) {
     const int32_t token = argmax(last);
-    std::printf("%s%d", generated ? " " : "", token);
+    if (text_out) {
+      std::fputs(text_out->push(token).c_str(), stdout);
+    } else {
+      std::printf("%s%d", generated ? " " : "", token);
+    }
     std::fflush(stdout);
     ++generated;
     if (generated == o.predict || (!o.ignore_eos && token == config.eos_token_id)) break;
@@ -94,6 +112,7 @@ void run_generate(const GenerateOptions& o) {
     last = session.decode(token);
     hash.update(last.data(), last.size());
   }
+  if (text_out) std::fputs(text_out->finish().c_str(), stdout);
   std::printf("\n");
   if (o.hash) std::printf("logits-hash: %s\n", hash.hex().c_str());
   std::fflush(stdout);
@@ -107,9 +126,11 @@ void run_generate(const GenerateOptions& o) {
 
 void register_generate(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt greedily and print the new token ids");
+  CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt greedily: text in, text out (or token ids in and out)");
   cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
-  cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->required();
+  CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
+  cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model directory's)");
   cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
       ->capture_default_str();

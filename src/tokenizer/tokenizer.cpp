@@ -126,32 +126,32 @@ struct TokenEntry {
   std::string bytes;
 };
 
-// The vocabulary ids of a merge's two sides and result.
-BpeMerger::Merge load_merge(const json& merge, size_t rank, const StringMap<int32_t>& vocab) {
-  std::string left, right;
+// The vocabulary ids of a merge's two sides and result. `joined` is working memory.
+BpeMerger::Merge load_merge(const json& merge, size_t rank, const StringMap<int32_t>& vocab, std::string& joined) {
+  std::string_view left, right;
   if (merge.is_string()) {
-    const std::string line = merge.get<std::string>();
+    const std::string_view line = merge.get_ref<const std::string&>();
     const size_t space = line.find(' ');
     if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-      throw Error("merge " + std::to_string(rank) + " \"" + line + "\" is not two tokens separated by a space");
+      throw Error("merge " + std::to_string(rank) + " \"" + std::string(line) + "\" is not two tokens separated by a space");
     }
     left = line.substr(0, space);
     right = line.substr(space + 1);
   } else {
-    const auto sides = merge.get<std::vector<std::string>>();
-    if (sides.size() != 2) throw Error("merge " + std::to_string(rank) + " does not have two sides");
-    left = sides[0];
-    right = sides[1];
+    if (!merge.is_array() || merge.size() != 2) throw Error("merge " + std::to_string(rank) + " does not have two sides");
+    left = merge[0].get_ref<const std::string&>();
+    right = merge[1].get_ref<const std::string&>();
   }
-  const auto id_of = [&](const std::string& token) {
+  const auto id_of = [&](std::string_view token) {
     const auto found = vocab.find(token);
     if (found == vocab.end()) {
-      throw Error("merge " + std::to_string(rank) + " (\"" + left + "\", \"" + right + "\"): \"" +
-                  token + "\" is not in the vocabulary");
+      throw Error("merge " + std::to_string(rank) + " (\"" + std::string(left) + "\", \"" + std::string(right) +
+                  "\"): \"" + std::string(token) + "\" is not in the vocabulary");
     }
     return found->second;
   };
-  return {id_of(left), id_of(right), id_of(left + right)};
+  joined.assign(left).append(right);
+  return {id_of(left), id_of(right), id_of(joined)};
 }
 
 }  // namespace
@@ -218,7 +218,9 @@ void Tokenizer::Impl::load_model(const json& model) {
   const bool ignore_merges = model.value("ignore_merges", false);
 
   int32_t max_id = -1;
-  for (const auto& [text, id_json] : model.at("vocab").items()) {
+  const json& vocab = model.at("vocab");
+  id_of_text.reserve(vocab.size());
+  for (const auto& [text, id_json] : vocab.items()) {
     const int32_t id = id_json.get<int32_t>();
     if (id < 0) throw Error("vocabulary token \"" + text + "\" has a negative id");
     id_of_text[text] = id;
@@ -244,7 +246,10 @@ void Tokenizer::Impl::load_model(const json& model) {
   std::vector<BpeMerger::Merge> merges;
   const json& merges_json = model.at("merges");
   merges.reserve(merges_json.size());
-  for (size_t rank = 0; rank < merges_json.size(); ++rank) merges.push_back(load_merge(merges_json[rank], rank, id_of_text));
+  std::string joined;
+  for (size_t rank = 0; rank < merges_json.size(); ++rank) {
+    merges.push_back(load_merge(merges_json[rank], rank, id_of_text, joined));
+  }
   merger = std::make_unique<BpeMerger>(merges, byte_ids, std::move(whole_word_ids));
 }
 

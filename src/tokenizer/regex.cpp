@@ -4,11 +4,11 @@
 
 namespace ditto {
 
-Regex::Regex(const std::string& pattern, uint32_t extra_options) : code_(nullptr, &pcre2_code_free) {
+Regex::Regex(const std::string& pattern) : code_(nullptr, &pcre2_code_free) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                            PCRE2_UTF | PCRE2_UCP | extra_options, &error_code, &error_offset,
+                            PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset,
                             nullptr));
   if (!code_) {
     PCRE2_UCHAR message[256];

@@ -13,7 +13,7 @@ namespace ditto {
 class Regex {
  public:
   // Throws ditto::Error with PCRE2's message and the offset in the pattern.
-  explicit Regex(const std::string& pattern, uint32_t extra_options = 0);
+  explicit Regex(const std::string& pattern);
 
   // Match state for one thread at a time; make one per caller.
   struct MatchData {

@@ -114,8 +114,12 @@ void check_decoder(const json& decoder) {
 void check_post_processor(const json& post_processor) {
   if (post_processor.is_null()) return;
   const std::string type = type_of(post_processor, "post_processor");
+  if (type == "Sequence") {  // Llama 3.1 and later: ByteLevel, then TemplateProcessing
+    for (const json& step : post_processor.at("processors")) check_post_processor(step);
+    return;
+  }
   require(type == "ByteLevel" || type == "TemplateProcessing",
-          "post_processor \"" + type + "\" (only ByteLevel, TemplateProcessing or none)");
+          "post_processor \"" + type + "\" (only ByteLevel, TemplateProcessing, a Sequence of them, or none)");
 }
 
 // One id's token: its text in the file, the bytes it decodes to, and whether it is special.

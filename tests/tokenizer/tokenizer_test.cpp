@@ -161,6 +161,18 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"not_json", [](json& f) { f = "{"; }, "top level that is not an object"}),
     [](const testing::TestParamInfo<Refusal>& info) { return info.param.name; });
 
+TEST(Tokenizer, PostProcessorsThatAddTokensAreAcceptedAndNotApplied) {
+  json file = tiny_tokenizer({{"a", "b"}});
+  file["added_tokens"] = {{{"id", 257}, {"content", "<s>"}, {"special", true}, {"normalized", false}}};
+  file["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors", {{{"type", "ByteLevel"}, {"trim_offsets", false}},
+                      {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}}}}}}};
+  EXPECT_EQ(Tokenizer::from_json(file.dump()).encode("ab"), (Ids{256}));
+  file["post_processor"]["processors"].push_back({{"type", "RobertaProcessing"}});
+  EXPECT_THROW(Tokenizer::from_json(file.dump()), Error);
+}
+
 TEST(Tokenizer, BrokenJsonAndMissingFilesAreErrors) {
   EXPECT_THROW(Tokenizer::from_json("{\"model\": "), Error);
   try {

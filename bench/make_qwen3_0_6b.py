@@ -3,7 +3,7 @@
 Shapes of Qwen/Qwen3-0.6B: hidden 1024, 28 layers, 16 query / 8 kv heads of 128, intermediate
 3072, vocabulary 151,936, tied embeddings. The weights are random normal, scaled so that
 activations stay of order one; nothing is downloaded.
-usage: python bench/make_qwen3_0.6b.py OUT_DIR [--dtype bfloat16|float16]
+usage: python bench/make_qwen3_0_6b.py OUT_DIR [--dtype bfloat16|float16]
 """
 import argparse
 import json

@@ -1,0 +1,165 @@
+"""ditto and llama.cpp side by side on the same Qwen3-0.6B-shaped weights, in one run.
+
+Makes the checkpoint (random weights, BF16 and F16; bench/make_qwen3_0.6b.py), writes the same
+weights as GGUF for llama.cpp (llama-cpp-python, built natively from PyPI), then measures on
+the same machine, the same threads, alternating the engines:
+  pp512 whole-prompt prefill, pp512 in 16-token chunks, tg128 decode,
+and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repetitions are
+timed separately and the medians reported: the machine is shared and noisy.
+
+usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import make_qwen3_0_6b as shapes  # noqa: E402  (bench/make_qwen3_0_6b.py)
+
+TOKENIZER = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer.json")
+
+
+def write_gguf(checkpoint_dir, gguf_path, dtype):
+    """The checkpoint's tensors under llama.cpp's names, with the real Qwen3 vocabulary."""
+    import gguf
+    import torch
+    from safetensors.torch import load_file
+
+    config = json.load(open(os.path.join(checkpoint_dir, "config.json")))
+    tensors = load_file(os.path.join(checkpoint_dir, "model.safetensors"))
+    writer = gguf.GGUFWriter(gguf_path, "qwen3")
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_key_length(config["head_dim"])
+    writer.add_value_length(config["head_dim"])
+    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if dtype == "bf16" else gguf.LlamaFileType.MOSTLY_F16)
+
+    tok = json.load(open(TOKENIZER, encoding="utf-8"))
+    vocab = {**tok["model"]["vocab"], **{t["content"]: t["id"] for t in tok["added_tokens"]}}
+    special = {t["id"] for t in tok["added_tokens"] if t["special"]}
+    tokens = [f"[PAD{i}]" for i in range(config["vocab_size"])]
+    types = [gguf.TokenType.UNUSED] * config["vocab_size"]
+    for text, i in vocab.items():
+        tokens[i] = text
+        types[i] = gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_eos_token_id(config["eos_token_id"])
+
+    def add(name, tensor):
+        if tensor.dim() == 1:
+            writer.add_tensor(name, tensor.float().numpy())
+        elif tensor.dtype == torch.bfloat16:
+            writer.add_tensor(name, tensor.view(torch.int16).numpy().view(np.uint16),
+                              raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            writer.add_tensor(name, tensor.numpy())
+
+    add("token_embd.weight", tensors["model.embed_tokens.weight"])
+    add("output_norm.weight", tensors["model.norm.weight"])
+    names = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+             "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+             "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+             "mlp.down_proj": "ffn_down"}
+    for i in range(config["num_hidden_layers"]):
+        for hf, ours in names.items():
+            add(f"blk.{i}.{ours}.weight", tensors[f"model.layers.{i}.{hf}.weight"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def ditto_figures(checkpoint_dir, threads, reps):
+    """Median t/s of ditto for pp512 (whole), pp512 (chunks of 16) and tg128, one process."""
+    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", checkpoint_dir, "-p", "512",
+                          "-n", "128", "-r", str(reps), "-t", str(threads), "--chunk", "512,16", "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)
+    figure = {}
+    for row in rows:
+        key = "tg128" if row["test"] == "tg128" else f"pp512 chunk {row['chunk']}"
+        figure[key] = statistics.median(row["samples_ts"])
+    return figure
+
+
+def llama_cpp_figures(gguf_path, threads, reps):
+    """The same three tests through llama.cpp: eval() of the prompt in batches of 512 or 16."""
+    from llama_cpp import Llama
+
+    rng = np.random.default_rng(1)
+    prompt = [int(t) for t in rng.integers(0, 151643, 512)]
+    figures = {}
+    for batch in (512, 16):
+        llm = Llama(gguf_path, n_ctx=1024, n_batch=batch, n_ubatch=batch, n_threads=threads,
+                    n_threads_batch=threads, verbose=False)
+        samples = []
+        for r in range(reps + 1):
+            llm.reset()
+            start = time.perf_counter()
+            llm.eval(prompt)
+            if r:
+                samples.append(512 / (time.perf_counter() - start))
+        figures[f"pp512 chunk {batch}"] = statistics.median(samples)
+        if batch == 512:
+            samples = []
+            for r in range(reps + 1):
+                llm.reset()
+                start = time.perf_counter()
+                for token in prompt[:128]:
+                    llm.eval([token])
+                if r:
+                    samples.append(128 / (time.perf_counter() - start))
+            figures["tg128"] = statistics.median(samples)
+        del llm
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default="/tmp/ditto-bench", help="where the checkpoints and GGUF files go")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--dtypes", default="bf16,f16")
+    args = parser.parse_args()
+
+    print(f"| weights | test | ditto t/s | llama.cpp t/s | ditto / llama.cpp |")
+    print(f"| --- | --- | ---: | ---: | ---: |")
+    for dtype in args.dtypes.split(","):
+        checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
+        if not os.path.exists(os.path.join(checkpoint, "config.json")):
+            subprocess.run([sys.executable, os.path.join(HERE, "make_qwen3_0_6b.py"), checkpoint, "--dtype",
+                            {"bf16": "bfloat16", "f16": "float16"}[dtype]], check=True)
+        gguf_path = checkpoint + ".gguf"
+        if not os.path.exists(gguf_path):
+            write_gguf(checkpoint, gguf_path, dtype)
+        ours = ditto_figures(checkpoint, args.threads, args.reps)
+        theirs = llama_cpp_figures(gguf_path, args.threads, args.reps)
+        for test in ("pp512 chunk 512", "pp512 chunk 16", "tg128"):
+            print(f"| {dtype} | {test} | {ours[test]:.1f} | {theirs[test]:.1f} | {ours[test] / theirs[test]:.2f} |",
+                  flush=True)
+        print(f"| {dtype} | ditto chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | "
+              f"{theirs['pp512 chunk 16'] / theirs['pp512 chunk 512']:.2f} | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -92,12 +92,14 @@ constexpr std::array<TileFn, kTileRows> TilesByRows(std::index_sequence<R...>) {
   return {{&Tile<R + 1, P, kDtype>...}};
 }
 
+template <DType kDtype, size_t... P>
+constexpr std::array<std::array<TileFn, kTileRows>, sizeof...(P)> TilesByPanels(std::index_sequence<P...>) {
+  return {{TilesByRows<P + 1, kDtype>(std::make_index_sequence<kTileRows>())...}};
+}
+
 template <DType kDtype>
 TileFn SelectTile(size_t rows, size_t panels) {
-  static constexpr std::array<std::array<TileFn, kTileRows>, 3> kTiles = {
-      TilesByRows<1, kDtype>(std::make_index_sequence<kTileRows>()),
-      TilesByRows<2, kDtype>(std::make_index_sequence<kTileRows>()),
-      TilesByRows<3, kDtype>(std::make_index_sequence<kTileRows>())};
+  static constexpr auto kTiles = TilesByPanels<kDtype>(std::make_index_sequence<kTilePanels>());
   return kTiles[panels - 1][rows - 1];
 }
 

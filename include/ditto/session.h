@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "ditto/dtype.h"
@@ -9,10 +10,22 @@
 
 namespace ditto {
 
+// Sees the intermediates of every forward pass (for `ditto verify --trace`). Optional: a
+// session without one pays nothing.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  // `operation` of `layer` produced `rows` rows of `width` floats, row t for position
+  // first_pos + t. Called in the order the decoder computes them.
+  virtual void observe(size_t layer, std::string_view operation, size_t first_pos, const float* data, size_t rows,
+                       size_t width) = 0;
+};
+
 struct SessionOptions {
   size_t capacity = 0;          // KV cache positions; 0 means the model's max_positions
   DType cache_dtype = DType::F32;
   int threads = 1;
+  ForwardObserver* observer = nullptr;  // not owned; must outlive the session's calls
 };
 
 // Which positions of a prefill call get logits.

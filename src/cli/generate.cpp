@@ -1,17 +1,23 @@
-// `ditto generate`: greedy continuation of a prompt, as text (-p) or as token ids (--tokens).
+// `ditto generate`: greedy continuation of a prompt, as text (-p) or as token ids (--tokens, or
+// --tokens-file for several). With --json it is also the child process of `ditto verify` (see
+// register_generate for the protocol).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "ditto/tokenizer.h"
+#include "runtime/generation.h"
+#include "runtime/token_ids.h"
+#include "runtime/trace.h"
 #include "tensor/hash.h"
 
 namespace ditto::cli {
@@ -23,6 +29,7 @@ struct GenerateOptions {
   std::string prompt;     // text, encoded with the tokenizer
   std::string tokenizer;  // tokenizer.json; default: the one in the model directory
   std::string tokens;
+  std::string tokens_file;
   int predict = 32;
   size_t chunk = 0;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -30,96 +37,83 @@ struct GenerateOptions {
   std::string cache_type = "f32";
   bool hash = false;
   bool ignore_eos = false;
+  bool json = false;
+  bool trace = false;
 };
 
-std::vector<int32_t> parse_token_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != word.size() || id < 0 || id > INT32_MAX) throw Error("'" + word + "' is not a token id");
-    ids.push_back(int32_t(id));
-  }
-  if (ids.empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
-  return ids;
+std::vector<std::string> hex(const std::vector<uint64_t>& hashes) {
+  std::vector<std::string> text;
+  for (const uint64_t hash : hashes) text.push_back(hash_hex(hash));
+  return text;
 }
 
-int32_t argmax(const std::vector<float>& logits) {
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+nlohmann::json trace_json(const TraceRecorder& trace) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const TraceRecorder::Step& step : trace.steps())
+    steps.push_back({{"layer", step.layer}, {"op", step.operation}, {"hashes", hex(step.hashes)}});
+  return steps;
 }
 
 void run_generate(const GenerateOptions& o) {
   // A text prompt gets a text answer, streamed; token ids get token ids.
   std::optional<Tokenizer> tokenizer;
-  std::vector<int32_t> prompt;
-  if (o.prompt.empty()) {
-    prompt = parse_token_ids(o.tokens);
-  } else {
+  std::vector<std::vector<int32_t>> prompts;
+  if (!o.prompt.empty()) {
     tokenizer.emplace(Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer)));
-    prompt = tokenizer->encode(o.prompt);
+    prompts.push_back(tokenizer->encode(o.prompt));
+  } else if (!o.tokens_file.empty()) {
+    prompts = read_token_id_rows(o.tokens_file, "prompt");
+  } else {
+    prompts.push_back(parse_token_ids(o.tokens));
   }
-  std::optional<StreamDecoder> text_out;
-  if (tokenizer) text_out.emplace(*tokenizer, /*skip_special=*/true);
+  if (prompts[0].empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
   const auto model = Model::load(o.model);
   const ModelConfig& config = model->config();
-  SessionOptions session_options;
-  session_options.capacity = o.context ? o.context : std::min(config.max_positions, prompt.size() + size_t(o.predict));
-  session_options.cache_dtype = parse_dtype(o.cache_type);
-  session_options.threads = o.threads;
-  Session session(model, session_options);
+  TraceRecorder trace;
+  GenerationOptions generation;
+  generation.chunk = o.chunk;
+  generation.max_tokens = size_t(o.predict);
+  generation.stop_at_eos = !o.ignore_eos;
+  generation.all_prompt_logits = o.hash;
 
-  LogitsHash hash;
-  const Logits which = o.hash ? Logits::All : Logits::Last;
-  const size_t chunk = o.chunk ? o.chunk : prompt.size();
-  const auto prefill_start = std::chrono::steady_clock::now();
-  std::vector<float> logits;
-  for (size_t at = 0; at < prompt.size(); at += chunk) {
-    const size_t count = std::min(chunk, prompt.size() - at);
-    logits = session.prefill(std::span<const int32_t>(prompt).subspan(at, count), which);
-    hash.update(logits.data(), logits.size());
-  }
-  const double prefill_seconds = seconds_since(prefill_start);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::vector<int32_t>& prompt = prompts[p];
+    SessionOptions session_options;
+    session_options.capacity = o.context ? o.context : std::min(config.max_positions, prompt.size() + size_t(o.predict));
+    session_options.cache_dtype = parse_dtype(o.cache_type);
+    session_options.threads = o.threads;
+    session_options.observer = o.trace ? &trace : nullptr;
+    Session session(model, session_options);
+    trace.clear();
 
-  // With --hash, `logits` holds every row of the last chunk; the next token comes from the last.
-  std::vector<float> last(logits.end() - ptrdiff_t(config.vocab_size), logits.end());
-  const auto decode_start = std::chrono::steady_clock::now();
-  int generated = 0;
-  while (true) {
-    const int32_t token = argmax(last);
-    if (text_out) {
-      std::fputs(text_out->push(token).c_str(), stdout);
+    std::optional<StreamDecoder> text_out;
+    if (tokenizer) text_out.emplace(*tokenizer, /*skip_special=*/true);
+    const auto print_token = [&, first = true](int32_t token) mutable {
+      if (text_out) {
+        std::fputs(text_out->push(token).c_str(), stdout);
+      } else {
+        std::printf("%s%d", first ? "" : " ", token);
+      }
+      std::fflush(stdout);
+      first = false;
+    };
+    const Generation result = generate_greedy(session, prompt, generation, o.json ? std::function<void(int32_t)>() : print_token);
+    if (o.json) {
+      nlohmann::json line = {{"prompt", p}, {"ids", result.ids}, {"step_hashes", hex(result.step_hashes)}};
+      if (o.hash) line["logits_hash"] = hash_hex(result.logits_hash);
+      if (o.trace) line["trace"] = trace_json(trace);
+      std::printf("%s\n", line.dump().c_str());
     } else {
-      std::printf("%s%d", generated ? " " : "", token);
+      if (text_out) std::fputs(text_out->finish().c_str(), stdout);
+      std::printf("\n");
+      if (o.hash) std::printf("logits-hash: %s\n", hash_hex(result.logits_hash).c_str());
     }
     std::fflush(stdout);
-    ++generated;
-    if (generated == o.predict || (!o.ignore_eos && token == config.eos_token_id)) break;
-    if (session.position() == session.capacity()) {
-      std::fprintf(stderr, "\nstopped: the context of %zu positions is full\n", session.capacity());
-      break;
-    }
-    last = session.decode(token);
-    hash.update(last.data(), last.size());
+    if (result.context_full) std::fprintf(stderr, "stopped: the context of %zu positions is full\n", session.capacity());
+    std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f t/s), chunk %zu; decode: %zu tokens in %.3f s\n",
+                 prompt.size(), result.prefill_seconds, double(prompt.size()) / result.prefill_seconds,
+                 o.chunk ? o.chunk : prompt.size(), result.ids.size(), result.decode_seconds);
   }
-  if (text_out) std::fputs(text_out->finish().c_str(), stdout);
-  std::printf("\n");
-  if (o.hash) std::printf("logits-hash: %s\n", hash.hex().c_str());
-  std::fflush(stdout);
-  const double decode_seconds = seconds_since(decode_start);
-  std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f t/s), chunk %zu; decode: %d tokens in %.3f s\n",
-               prompt.size(), prefill_seconds, double(prompt.size()) / prefill_seconds, chunk, generated,
-               decode_seconds);
 }
 
 }  // namespace
@@ -127,9 +121,18 @@ void run_generate(const GenerateOptions& o) {
 void register_generate(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt greedily: text in, text out (or token ids in and out)");
+  cmd->footer(
+      "--json prints one line per prompt: {\"prompt\": i, \"ids\": [...], \"step_hashes\": [...]}, where\n"
+      "step_hashes[j] is the FNV-1a hash (16 hex digits) of the logits that chose ids[j]; with --hash also\n"
+      "\"logits_hash\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
+      "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
+      "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
   cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
   CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
-  cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
+  CLI::Option* tokens = cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
+  cmd->add_option("--tokens-file", options->tokens_file,
+                  "Prompts as token ids, one prompt per line, each continued in a fresh session")
+      ->excludes(text)->excludes(tokens);
   cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model directory's)");
   cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
@@ -142,6 +145,8 @@ void register_generate(CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the end-of-sequence token");
+  cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
+  cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")->needs("--json");
   cmd->callback([options] { run_generate(*options); });
 }
 

@@ -10,7 +10,7 @@
 namespace ditto {
 
 void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
-                     Logits which, float* logits, int threads) {
+                     Logits which, float* logits, int threads, ForwardObserver* observer) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   const size_t rows = tokens.size();
@@ -22,11 +22,17 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
   std::vector<float> q(rows * q_width), k(rows * kv_width), v(rows * kv_width), attended(rows * q_width);
   std::vector<float> gate(rows * c.intermediate_size), up(rows * c.intermediate_size);
   std::vector<float> cos(rows * c.head_dim / 2), sin(rows * c.head_dim / 2);
+  // Tracing (ditto verify --trace): hands the observer intermediates, each `rows` rows of a buffer.
+  const auto observe = [&](size_t layer, std::initializer_list<std::pair<const char*, const std::vector<float>*>> outputs) {
+    if (observer)
+      for (const auto& [name, values] : outputs) observer->observe(layer, name, first_pos, values->data(), rows, values->size() / rows);
+  };
 
   for (size_t t = 0; t < rows; ++t) {
     kernels::embedding_row(w.embedding.view(), size_t(tokens[t]), &x[t * hidden]);
     kernels::rope_angles(c.rope_theta, c.head_dim, first_pos + t, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
   }
+  observe(0, {{"embedding", &x}});
 
   for (size_t l = 0; l < c.layers; ++l) {
     const LayerWeights& layer = w.layers[l];
@@ -48,6 +54,9 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
                    threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
+    // q and k as attention read them: after their norm (Qwen3) and RoPE.
+    observe(l, {{"attn_norm", &normed}, {"q", &q}, {"k", &k}, {"v", &v}, {"attention", &attended},
+                {"o_proj", &projected}, {"attn_residual", &x}});
 
     kernels::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
     kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
@@ -55,6 +64,7 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
     kernels::silu_mul(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
     kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
+    observe(l, {{"mlp_norm", &normed}, {"up", &up}, {"silu_mul", &gate}, {"down", &projected}, {"mlp_residual", &x}});
   }
 
   if (which == Logits::None) return;

@@ -11,7 +11,8 @@ namespace ditto {
 // Runs `tokens` at positions first_pos, first_pos + 1, ... through the decoder: writes
 // their keys and values into `cache`, attends over the cache, and stores the logits of the
 // rows `which` asks for into `logits` (rows x vocab). Tokens and room are checked by the caller.
+// An observer, if given, sees the intermediates of every layer.
 void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
-                     Logits which, float* logits, int threads);
+                     Logits which, float* logits, int threads, ForwardObserver* observer = nullptr);
 
 }  // namespace ditto

@@ -33,7 +33,8 @@ std::vector<float> Session::prefill(std::span<const int32_t> tokens, Logits whic
                 std::to_string(options_.capacity) + " positions and " + std::to_string(position_) + " are used");
   const size_t rows = which == Logits::All ? tokens.size() : which == Logits::Last ? 1 : 0;
   std::vector<float> logits(rows * vocab);
-  decoder_forward(*model_, state_->cache, tokens, position_, which, logits.data(), options_.threads);
+  decoder_forward(*model_, state_->cache, tokens, position_, which, logits.data(), options_.threads,
+                  options_.observer);
   position_ += tokens.size();
   return logits;
 }

@@ -13,9 +13,11 @@ void LogitsHash::update(const float* values, size_t count) {
   }
 }
 
-std::string LogitsHash::hex() const {
+std::string LogitsHash::hex() const { return hash_hex(state_); }
+
+std::string hash_hex(uint64_t hash) {
   char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(state_));
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
   return text;
 }
 

@@ -10,10 +10,13 @@ class LogitsHash {
  public:
   void update(const float* values, size_t count);
   uint64_t value() const { return state_; }
-  std::string hex() const;
+  std::string hex() const;  // hash_hex(value())
 
  private:
   uint64_t state_ = 0xcbf29ce484222325ull;
 };
+
+// A hash as 16 hex digits.
+std::string hash_hex(uint64_t hash);
 
 }  // namespace ditto

@@ -1,0 +1,32 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ditto/session.h"
+
+namespace ditto {
+
+// Records a hash (FNV-1a) of every row of every intermediate the decoder reports: one step per
+// (layer, operation), in the order the decoder computes them, each with a hash per position.
+class TraceRecorder : public ForwardObserver {
+ public:
+  struct Step {
+    size_t layer = 0;
+    std::string operation;
+    std::vector<uint64_t> hashes;  // by position
+  };
+
+  void observe(size_t layer, std::string_view operation, size_t first_pos, const float* data, size_t rows,
+               size_t width) override;
+  const std::vector<Step>& steps() const { return steps_; }
+  void clear();
+
+ private:
+  std::vector<Step> steps_;
+  std::map<std::pair<size_t, std::string>, size_t, std::less<>> index_;
+};
+
+}  // namespace ditto

@@ -8,6 +8,7 @@ namespace ditto::cli {
 void register_generate(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_bench(CLI::App& app);
+void register_verify(CLI::App& app);
 
 // The tokenizer.json to use: `tokenizer_path` if given, else the one in `model_dir`.
 std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path);

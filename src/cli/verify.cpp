@@ -1,0 +1,156 @@
+// `ditto verify`: the seed report's test method as one command. Every (mode, threads, run) runs
+// in a fresh child process, `ditto generate --json`; src/verify compares what they print.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ditto/error.h"
+#include "runtime/token_ids.h"
+#include "verify/child_process.h"
+#include "verify/verify.h"
+
+namespace ditto::cli {
+
+namespace {
+
+struct VerifyOptions {
+  std::string model;
+  std::string prompts;
+  bool ids = false;
+  std::string modes = "whole,1,16,17,64";
+  std::string threads = "1,2";
+  size_t runs = 3;
+  size_t predict = 8;
+  std::string oracle;
+  std::string cache_type = "f32";
+  bool json = false;
+  bool trace = false;
+};
+
+// The prompts as token ids in a file for the children, removed when done.
+class PromptFile {
+ public:
+  explicit PromptFile(const std::vector<std::vector<int32_t>>& prompts) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ditto-verify-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw Error("cannot create a temporary file in " + std::filesystem::temp_directory_path().string());
+    ::close(fd);
+    path_ = pattern;
+    std::ofstream out(path_);
+    for (const auto& prompt : prompts) {
+      for (size_t i = 0; i < prompt.size(); ++i) out << (i ? " " : "") << prompt[i];
+      out << "\n";
+    }
+    if (!out.flush()) throw Error("cannot write the prompts to " + path_);
+  }
+  ~PromptFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> child_command(const VerifyOptions& o, const std::string& prompt_file, const verify::Config& c) {
+  std::vector<std::string> argv = {"/proc/self/exe", "generate",  "-m",           o.model,
+                                   "--tokens-file",  prompt_file, "-n",           std::to_string(o.predict),
+                                   "--chunk",        std::to_string(c.chunk),     "-t", std::to_string(c.threads),
+                                   "--cache-type",   o.cache_type, "--ignore-eos", "--json"};
+  if (o.trace) argv.push_back("--trace");
+  return argv;
+}
+
+std::string command_text(const std::vector<std::string>& argv) {
+  std::string text = "ditto";
+  for (size_t i = 1; i < argv.size(); ++i) text += " " + argv[i];
+  return text;
+}
+
+void run_verify(const VerifyOptions& o) {
+  const auto prompts = read_token_id_rows(o.prompts, "prompt");
+  const auto oracle = o.oracle.empty() ? std::vector<std::vector<int32_t>>() : read_token_id_rows(o.oracle, "oracle row");
+  verify::check_oracle(oracle, prompts.size(), o.predict);
+  std::vector<verify::Config> configs;
+  for (const size_t chunk : verify::parse_modes(o.modes))
+    for (const int threads : verify::parse_threads(o.threads)) configs.push_back({chunk, threads});
+
+  const PromptFile prompt_file(prompts);
+  const bool with_threads = verify::parse_threads(o.threads).size() > 1;
+  verify::Runs runs(configs.size(), std::vector<std::vector<verify::PromptRun>>(o.runs));
+  for (size_t r = 0; r < o.runs; ++r) {
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const auto argv = child_command(o, prompt_file.path(), configs[c]);
+      const auto start = std::chrono::steady_clock::now();
+      const verify::ChildResult child = verify::run_child(argv);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "run %zu/%zu  %-10s %6.2f s\n", r + 1, o.runs, configs[c].name(with_threads).c_str(), seconds);
+      if (child.exit_code != 0)
+        throw Error("the child `" + command_text(argv) + "` failed (exit status " + std::to_string(child.exit_code) +
+                    "):\n" + child.err);
+      try {
+        runs[c][r] = verify::parse_child_output(child.out, prompts.size());
+      } catch (const Error& e) {
+        throw Error("the child `" + command_text(argv) + "` printed what verify cannot read: " + e.what());
+      }
+    }
+  }
+
+  std::vector<size_t> lengths;
+  std::vector<std::string> labels;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    lengths.push_back(prompts[p].size());
+    labels.push_back(std::to_string(p + 1) + " (" + std::to_string(prompts[p].size()) + " tok)");
+  }
+  const verify::Report report = verify::compare(configs, runs, lengths, oracle, o.predict);
+  const auto trace = o.trace ? verify::localise(report, runs) : std::nullopt;
+  if (o.json) {
+    std::printf("%s\n", verify::report_json(report, trace, {}).dump(2).c_str());
+  } else {
+    std::printf("%s", verify::render_table(report, labels, {}).c_str());
+    if (trace) std::printf("%s", verify::render_trace(*trace, report).c_str());
+  }
+  std::fflush(stdout);
+  if (!report.passed()) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void register_verify(CLI::App& app) {
+  auto options = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Run prompts under several prefill modes and thread counts, each run in a fresh process, and compare");
+  cmd->footer(
+      "Every (run, mode, thread count) is a fresh child process, `ditto generate --json` (see `ditto generate\n"
+      "--help`), run one after another: run 1 of every mode and thread count, then run 2, and so on. Each\n"
+      "prints, per prompt, the greedy ids and a hash of the logits of every step. The first child (first mode,\n"
+      "first thread count, run 1) is the baseline: a run agrees when its ids equal the oracle row (or, without\n"
+      "--oracle, the baseline's ids) and its logits hash the same as the baseline's at every step.\n"
+      "Table: prompts down (number and length in tokens), modes across; a cell is `same` or the first\n"
+      "divergence: `tok I: EXPECTED -> GOT (run R)`, token index I from 0. Exit status 0 only if every cell is\n"
+      "`same`.\n"
+      "--trace hashes every intermediate (per layer: attn_norm, q, k, v, attention, o_proj, attn_residual,\n"
+      "mlp_norm, up, silu_mul, down, mlp_residual) at every position, and names the first layer and operation\n"
+      "where the first diverging run departs from the baseline.");
+  cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
+  cmd->add_option("-p,--prompts", options->prompts, "Prompts, one per line (token ids with --ids)")->required();
+  cmd->add_flag("--ids", options->ids, "The prompt file holds space-separated token ids")->required();
+  cmd->add_option("--modes", options->modes, "Prefill modes to compare: 'whole' or a chunk size in tokens")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", options->threads, "Thread counts to compare")->capture_default_str();
+  cmd->add_option("-r,--runs", options->runs, "Fresh-process runs of each mode and thread count")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--predict", options->predict, "Greedy tokens per prompt")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--oracle", options->oracle, "Expected ids, one row of space-separated ids per prompt (the seed's format)");
+  cmd->add_option("--cache-type", options->cache_type, "KV cache precision: f32, f16 or bf16")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_flag("--json", options->json, "Print the report as JSON");
+  cmd->add_flag("--trace", options->trace, "Name the first layer and operation where diverging runs part");
+  cmd->callback([options] { run_verify(*options); });
+}
+
+}  // namespace ditto::cli

@@ -1,0 +1,342 @@
+#include "verify/verify.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "ditto/error.h"
+
+namespace ditto::verify {
+
+namespace {
+
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in{std::string(text)};
+  while (std::getline(in, part, ',')) parts.push_back(part);
+  return parts;
+}
+
+// A positive integer, or nothing.
+std::optional<size_t> positive(const std::string& word) {
+  if (word.empty() || word.size() > 9 || !std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const size_t value = std::stoul(word);
+  return value ? std::optional<size_t>(value) : std::nullopt;
+}
+
+uint64_t parse_hash(const nlohmann::json& value) {
+  const std::string text = value.get<std::string>();
+  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw Error("'" + text + "' is not a hash of 16 hex digits");
+  return std::stoull(text, nullptr, 16);
+}
+
+std::vector<uint64_t> parse_hashes(const nlohmann::json& values) {
+  std::vector<uint64_t> hashes;
+  for (const auto& value : values) hashes.push_back(parse_hash(value));
+  return hashes;
+}
+
+// The first step at which `run` departs from the expected ids or from the baseline's logits.
+std::optional<size_t> first_divergence(const PromptRun& run, const std::vector<int32_t>& expected_ids,
+                                       const std::vector<uint64_t>& baseline_hashes) {
+  const size_t steps = std::max({run.ids.size(), expected_ids.size(), baseline_hashes.size()});
+  const auto at = [](const auto& values, size_t i) {
+    return i < values.size() ? std::optional(values[i]) : std::nullopt;
+  };
+  for (size_t i = 0; i < steps; ++i)
+    if (at(run.ids, i) != at(expected_ids, i) || at(run.step_hashes, i) != at(baseline_hashes, i)) return i;
+  return std::nullopt;
+}
+
+bool same_as(const PromptRun& a, const PromptRun& b) { return a.ids == b.ids && a.step_hashes == b.step_hashes; }
+
+// "1 1 2", or with plus = 1 and separator ",": 0-based indices as 1-based numbers.
+std::string join(const std::vector<size_t>& numbers, char separator, size_t plus = 0) {
+  std::string text;
+  for (const size_t number : numbers) {
+    if (!text.empty()) text += separator;
+    text += std::to_string(number + plus);
+  }
+  return text;
+}
+
+std::string runs_text(const std::vector<size_t>& runs, size_t total) {
+  if (runs.size() == total && total > 1) return "all runs";
+  return (runs.size() == 1 ? "run " : "runs ") + join(runs, ',', 1);
+}
+
+// An id with its text, e.g. `576 " The"`, or "(none)" past the end of a sequence.
+std::string token_label(std::optional<int32_t> id, const TokenText& text) {
+  if (!id) return "(none)";
+  std::string label = std::to_string(*id);
+  if (text) {
+    label += ' ';
+    label += nlohmann::json(text(*id)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return label;
+}
+
+std::string cell_text(const Cell& cell, size_t runs, const TokenText& text) {
+  if (!cell.first) return "same";
+  const Divergence& d = *cell.first;
+  std::string what = "tok " + std::to_string(d.step) + ": ";
+  what += d.same_id() ? "logits differ, id " + std::to_string(*d.got) + " same"
+                      : token_label(d.expected, text) + " -> " + token_label(d.got, text);
+  return what + " (" + runs_text(cell.diverging_runs, runs) + ")";
+}
+
+// Display width of UTF-8 text, counting code points.
+size_t width(const std::string& text) {
+  return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+}
+
+std::string padded(const std::string& text, size_t to) { return text + std::string(to - std::min(to, width(text)), ' '); }
+
+bool with_threads(const std::vector<Config>& configs) {
+  return std::any_of(configs.begin(), configs.end(), [&](const Config& c) { return c.threads != configs[0].threads; });
+}
+
+std::string baseline_name(const Report& report) {
+  return report.configs[0].name(with_threads(report.configs)) + " run 1";
+}
+
+}  // namespace
+
+std::string Config::name(bool with_threads_) const {
+  return (chunk ? std::to_string(chunk) : "whole") + (with_threads_ ? " t" + std::to_string(threads) : "");
+}
+
+std::vector<size_t> parse_modes(std::string_view text) {
+  std::vector<size_t> modes;
+  for (const std::string& word : split_commas(text)) {
+    if (word == "whole") {
+      modes.push_back(0);
+    } else if (const auto chunk = positive(word)) {
+      modes.push_back(*chunk);
+    } else {
+      throw Error("'" + word + "' is not a prefill mode: give 'whole' or a chunk size in tokens, e.g. whole,1,16,17");
+    }
+  }
+  if (modes.empty()) throw Error("no prefill modes given");
+  return modes;
+}
+
+std::vector<int> parse_threads(std::string_view text) {
+  std::vector<int> threads;
+  for (const std::string& word : split_commas(text)) {
+    const auto count = positive(word);
+    if (!count || *count > 1024) throw Error("'" + word + "' is not a thread count: give counts like 1,2");
+    threads.push_back(int(*count));
+  }
+  if (threads.empty()) throw Error("no thread counts given");
+  return threads;
+}
+
+std::vector<PromptRun> parse_child_output(std::string_view text, size_t prompts) {
+  std::vector<PromptRun> runs;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    const std::string where = "child output line " + std::to_string(runs.size() + 1) + ": ";
+    try {
+      const nlohmann::json object = nlohmann::json::parse(line);
+      if (object.at("prompt").get<size_t>() != runs.size()) throw Error("prompts out of order");
+      PromptRun run;
+      run.ids = object.at("ids").get<std::vector<int32_t>>();
+      run.step_hashes = parse_hashes(object.at("step_hashes"));
+      if (run.step_hashes.size() != run.ids.size()) throw Error("not one hash per id");
+      if (object.contains("trace"))
+        for (const auto& step : object["trace"])
+          run.trace.push_back({step.at("layer").get<size_t>(), step.at("op").get<std::string>(), parse_hashes(step.at("hashes"))});
+      runs.push_back(std::move(run));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where + e.what());
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+  }
+  if (runs.size() != prompts)
+    throw Error("the child answered " + std::to_string(runs.size()) + " of " + std::to_string(prompts) + " prompts");
+  return runs;
+}
+
+bool Report::passed() const {
+  for (const auto& row : cells)
+    for (const Cell& cell : row)
+      if (cell.first) return false;
+  return true;
+}
+
+void check_oracle(const std::vector<std::vector<int32_t>>& oracle, size_t prompts, size_t tokens) {
+  if (!oracle.empty() && oracle.size() != prompts)
+    throw Error("the oracle has " + std::to_string(oracle.size()) + " rows but there are " + std::to_string(prompts) +
+                " prompts: give one row of expected ids per prompt");
+  for (size_t p = 0; p < oracle.size(); ++p)
+    if (oracle[p].size() < tokens)
+      throw Error("oracle row " + std::to_string(p + 1) + " has " + std::to_string(oracle[p].size()) +
+                  " ids, fewer than the " + std::to_string(tokens) + " tokens to compare (-n)");
+}
+
+Report compare(const std::vector<Config>& configs, const Runs& runs, const std::vector<size_t>& prompt_lengths,
+               const std::vector<std::vector<int32_t>>& oracle, size_t tokens) {
+  const size_t prompts = prompt_lengths.size();
+  check_oracle(oracle, prompts, tokens);
+  Report report;
+  report.configs = configs;
+  report.runs = runs.at(0).size();
+  report.prompt_lengths = prompt_lengths;
+  report.has_oracle = !oracle.empty();
+  report.cells.assign(prompts, std::vector<Cell>(configs.size()));
+  for (size_t p = 0; p < prompts; ++p) {
+    const PromptRun& baseline = runs[0][0][p];
+    const std::vector<int32_t> expected =
+        oracle.empty() ? baseline.ids : std::vector<int32_t>(oracle[p].begin(), oracle[p].begin() + ptrdiff_t(tokens));
+    std::set<std::vector<int32_t>> completions;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      Cell& cell = report.cells[p][c];
+      for (size_t r = 0; r < report.runs; ++r) {
+        const PromptRun& run = runs[c][r][p];
+        completions.insert(run.ids);
+        ++report.sequences;
+        report.identical += same_as(run, baseline);
+        report.oracle_matches += report.has_oracle && run.ids == expected;
+        const auto step = first_divergence(run, expected, baseline.step_hashes);
+        if (!step) continue;
+        cell.diverging_runs.push_back(r);
+        if (cell.first) continue;
+        const auto id_at = [&](const std::vector<int32_t>& ids) {
+          return *step < ids.size() ? std::optional(ids[*step]) : std::nullopt;
+        };
+        cell.first = Divergence{r, *step, id_at(expected), id_at(run.ids)};
+      }
+    }
+    report.unique_completions.push_back(completions.size());
+  }
+  return report;
+}
+
+std::optional<TraceDifference> localise(const Report& report, const Runs& runs) {
+  for (size_t p = 0; p < report.prompt_lengths.size(); ++p) {
+    const PromptRun& baseline = runs[0][0][p];
+    for (size_t c = 0; c < report.configs.size(); ++c) {
+      for (size_t r = 0; r < report.runs; ++r) {
+        const PromptRun& run = runs[c][r][p];
+        if (same_as(run, baseline)) continue;
+        if (baseline.trace.empty() || run.trace.size() != baseline.trace.size())
+          throw Error("the runs carry no comparable trace");
+        // Position prompt_length + i is fed generated id i: compare positions up to the first id that differs.
+        const auto mismatch = std::mismatch(run.ids.begin(), run.ids.end(), baseline.ids.begin(), baseline.ids.end());
+        const size_t agreeing_inputs = report.prompt_lengths[p] + size_t(mismatch.first - run.ids.begin());
+        TraceDifference difference;
+        difference.prompt = p, difference.config = c, difference.run = r;
+        for (size_t s = 0; s < baseline.trace.size(); ++s) {
+          const TraceRecorder::Step& a = baseline.trace[s];
+          const TraceRecorder::Step& b = run.trace[s];
+          if (a.layer != b.layer || a.operation != b.operation) throw Error("the runs traced different operations");
+          const size_t positions = std::min({agreeing_inputs, a.hashes.size(), b.hashes.size()});
+          difference.positions_compared = std::max(difference.positions_compared, positions);
+          for (size_t pos = 0; pos < positions; ++pos) {
+            if (a.hashes[pos] != b.hashes[pos]) {
+              difference.layer = a.layer;
+              difference.operation = a.operation;
+              difference.position = pos;
+              return difference;
+            }
+          }
+        }
+        return difference;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::string render_table(const Report& report, const std::vector<std::string>& prompt_labels, const TokenText& text) {
+  const bool threads = with_threads(report.configs);
+  std::vector<std::vector<std::string>> table;
+  table.push_back({"prompt"});
+  for (const Config& config : report.configs) table[0].push_back(config.name(threads));
+  for (size_t p = 0; p < report.cells.size(); ++p) {
+    table.push_back({prompt_labels.at(p)});
+    for (const Cell& cell : report.cells[p]) table.back().push_back(cell_text(cell, report.runs, text));
+  }
+  std::vector<size_t> widths(table[0].size());
+  for (const auto& row : table)
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], width(row[i]));
+  std::string out;
+  for (const auto& row : table) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += padded(row[i], widths[i]) + "  ";
+    out += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+  }
+
+  out += std::string(report.passed() ? "PASS" : "FAIL") + ": " + std::to_string(report.identical) + " of " +
+         std::to_string(report.sequences) + " sequences identical to the baseline (" + baseline_name(report) +
+         ") in ids and logits";
+  if (report.has_oracle)
+    out += "; " + std::to_string(report.oracle_matches) + " of " + std::to_string(report.sequences) + " match the oracle";
+  out += "; unique completions per prompt: " + join(report.unique_completions, ' ') + "\n";
+  return out;
+}
+
+std::string render_trace(const TraceDifference& d, const Report& report) {
+  std::string out = "trace: prompt " + std::to_string(d.prompt + 1) + ", " +
+                    report.configs[d.config].name(with_threads(report.configs)) + " run " + std::to_string(d.run + 1) +
+                    " against the baseline (" + baseline_name(report) + "): ";
+  if (!d.layer)
+    return out + "every intermediate agrees at all " + std::to_string(d.positions_compared) +
+           " positions with the same input; the difference arises after the last layer\n";
+  return out + "first difference at layer " + std::to_string(*d.layer) + ", operation " + d.operation +
+         ", position " + std::to_string(d.position) + " (of " + std::to_string(d.positions_compared) +
+         " positions with the same input)\n";
+}
+
+nlohmann::json report_json(const Report& report, const std::optional<TraceDifference>& trace, const TokenText& text) {
+  const bool threads = with_threads(report.configs);
+  nlohmann::json configs = nlohmann::json::array();
+  for (const Config& config : report.configs)
+    configs.push_back({{"name", config.name(threads)}, {"chunk", config.chunk}, {"threads", config.threads}});
+  const auto id_json = [&](std::optional<int32_t> id) -> nlohmann::json {
+    if (!id) return nullptr;
+    nlohmann::json value = {{"id", *id}};
+    if (text) value["text"] = text(*id);
+    return value;
+  };
+  nlohmann::json prompts = nlohmann::json::array();
+  for (size_t p = 0; p < report.cells.size(); ++p) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (size_t c = 0; c < report.configs.size(); ++c) {
+      const Cell& cell = report.cells[p][c];
+      nlohmann::json entry = {{"config", report.configs[c].name(threads)}, {"same", !cell.first}};
+      if (cell.first) {
+        std::vector<size_t> runs;
+        for (const size_t r : cell.diverging_runs) runs.push_back(r + 1);
+        entry.update({{"runs", runs}, {"run", cell.first->run + 1}, {"token", cell.first->step},
+                      {"expected", id_json(cell.first->expected)}, {"got", id_json(cell.first->got)},
+                      {"logits_only", cell.first->same_id()}});
+      }
+      cells.push_back(entry);
+    }
+    prompts.push_back({{"prompt", p + 1}, {"tokens", report.prompt_lengths[p]},
+                       {"unique_completions", report.unique_completions[p]}, {"cells", cells}});
+  }
+  nlohmann::json out = {{"passed", report.passed()},   {"baseline", baseline_name(report)},
+                        {"configs", configs},          {"runs", report.runs},
+                        {"identical", report.identical}, {"sequences", report.sequences},
+                        {"prompts", prompts}};
+  if (report.has_oracle) out["oracle_matches"] = report.oracle_matches;
+  if (trace) {
+    out["trace"] = {{"prompt", trace->prompt + 1},
+                    {"config", report.configs[trace->config].name(threads)},
+                    {"run", trace->run + 1},
+                    {"layer", trace->layer ? nlohmann::json(*trace->layer) : nlohmann::json(nullptr)},
+                    {"operation", trace->operation},
+                    {"position", trace->position},
+                    {"positions_compared", trace->positions_compared}};
+  }
+  return out;
+}
+
+}  // namespace ditto::verify

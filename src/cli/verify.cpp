@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "ditto/error.h"
+#include "ditto/tokenizer.h"
 #include "runtime/token_ids.h"
 #include "verify/child_process.h"
 #include "verify/verify.h"
@@ -19,10 +21,23 @@ namespace ditto::cli {
 
 namespace {
 
+// The seed report's prompts (../shared/seed/): the default set, encoded as plain text.
+const std::vector<std::string> kSeedPrompts = {
+    "Name one primary color.",
+    "Write one factual sentence about local inference on Apple silicon.",
+    "Return a JSON object with keys \"language\" and \"runtime\" for Swift and Core AI.",
+    "Explain in two sentences why logits should stay on the final stage.",
+    "Write a Swift function signature for adding two Int values.",
+    "List three constraints for a safe distributed model test.",
+    "Answer with one word: what device family runs macOS?",
+    "Summarize pipeline parallelism in one short paragraph.",
+};
+
 struct VerifyOptions {
   std::string model;
   std::string prompts;
   bool ids = false;
+  std::string tokenizer;
   std::string modes = "whole,1,16,17,64";
   std::string threads = "1,2";
   size_t runs = 3;
@@ -71,8 +86,38 @@ std::string command_text(const std::vector<std::string>& argv) {
   return text;
 }
 
+struct Prompts {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::string> texts;  // empty for prompts given as ids
+};
+
+// Text prompts are encoded with the tokenizer, which is also used to show token ids as text:
+// it is loaded when given, when the prompts are text, or when the model directory holds one.
+std::optional<Tokenizer> load_tokenizer(const VerifyOptions& o) {
+  const bool beside_model = std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json");
+  if (o.ids && o.tokenizer.empty() && !beside_model) return std::nullopt;
+  return Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+}
+
+Prompts read_prompts(const VerifyOptions& o, const std::optional<Tokenizer>& tokenizer) {
+  Prompts prompts;
+  if (o.ids) {
+    prompts.ids = read_token_id_rows(o.prompts, "prompt");
+    return prompts;
+  }
+  prompts.texts = o.prompts.empty() ? kSeedPrompts : read_lines(o.prompts);
+  for (size_t p = 0; p < prompts.texts.size(); ++p) {
+    prompts.ids.push_back(tokenizer->encode(prompts.texts[p]));
+    if (prompts.ids.back().empty()) throw Error(o.prompts + ":" + std::to_string(p + 1) + ": the prompt is empty");
+  }
+  if (prompts.ids.empty()) throw Error("'" + o.prompts + "' holds no prompts");
+  return prompts;
+}
+
 void run_verify(const VerifyOptions& o) {
-  const auto prompts = read_token_id_rows(o.prompts, "prompt");
+  const std::optional<Tokenizer> tokenizer = load_tokenizer(o);
+  const Prompts prompt_set = read_prompts(o, tokenizer);
+  const auto& prompts = prompt_set.ids;
   const auto oracle = o.oracle.empty() ? std::vector<std::vector<int32_t>>() : read_token_id_rows(o.oracle, "oracle row");
   verify::check_oracle(oracle, prompts.size(), o.predict);
   std::vector<verify::Config> configs;
@@ -104,14 +149,16 @@ void run_verify(const VerifyOptions& o) {
   std::vector<std::string> labels;
   for (size_t p = 0; p < prompts.size(); ++p) {
     lengths.push_back(prompts[p].size());
-    labels.push_back(std::to_string(p + 1) + " (" + std::to_string(prompts[p].size()) + " tok)");
+    labels.push_back(verify::prompt_label(p, prompts[p].size(), prompt_set.texts.empty() ? "" : prompt_set.texts[p]));
   }
   const verify::Report report = verify::compare(configs, runs, lengths, oracle, o.predict);
   const auto trace = o.trace ? verify::localise(report, runs) : std::nullopt;
+  verify::TokenText token_text;
+  if (tokenizer) token_text = [&](int32_t id) { return tokenizer->decode(std::span<const int32_t>(&id, 1)); };
   if (o.json) {
-    std::printf("%s\n", verify::report_json(report, trace, {}).dump(2).c_str());
+    std::printf("%s\n", verify::report_json(report, trace, token_text).dump(2).c_str());
   } else {
-    std::printf("%s", verify::render_table(report, labels, {}).c_str());
+    std::printf("%s", verify::render_table(report, labels, token_text).c_str());
     if (trace) std::printf("%s", verify::render_trace(*trace, report).c_str());
   }
   std::fflush(stdout);
@@ -137,8 +184,11 @@ void register_verify(CLI::App& app) {
       "mlp_norm, up, silu_mul, down, mlp_residual) at every position, and names the first layer and operation\n"
       "where the first diverging run departs from the baseline.");
   cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
-  cmd->add_option("-p,--prompts", options->prompts, "Prompts, one per line (token ids with --ids)")->required();
-  cmd->add_flag("--ids", options->ids, "The prompt file holds space-separated token ids")->required();
+  CLI::Option* prompts = cmd->add_option(
+      "-p,--prompts", options->prompts, "Prompts, one per line, as text (default: the seed report's eight prompts)");
+  cmd->add_flag("--ids", options->ids, "The prompt file holds token ids, space-separated, instead of text")->needs(prompts);
+  cmd->add_option("--tokenizer", options->tokenizer,
+                  "tokenizer.json for text prompts and for showing ids as text (default: the model directory's)");
   cmd->add_option("--modes", options->modes, "Prefill modes to compare: 'whole' or a chunk size in tokens")
       ->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Thread counts to compare")->capture_default_str();

@@ -10,11 +10,16 @@ namespace ditto::verify {
 
 namespace {
 
+// "a,,b," -> {"a", "", "b", ""}: every empty item is kept, to be refused.
 std::vector<std::string> split_commas(std::string_view text) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in{std::string(text)};
-  while (std::getline(in, part, ',')) parts.push_back(part);
+  std::vector<std::string> parts(1);
+  for (const char c : text) {
+    if (c == ',') {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
   return parts;
 }
 
@@ -68,13 +73,18 @@ std::string runs_text(const std::vector<size_t>& runs, size_t total) {
   return (runs.size() == 1 ? "run " : "runs ") + join(runs, ',', 1);
 }
 
+// Text in double quotes, with JSON's escapes (\n, \") and invalid UTF-8 replaced.
+std::string quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // An id with its text, e.g. `576 " The"`, or "(none)" past the end of a sequence.
 std::string token_label(std::optional<int32_t> id, const TokenText& text) {
   if (!id) return "(none)";
   std::string label = std::to_string(*id);
   if (text) {
     label += ' ';
-    label += nlohmann::json(text(*id)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    label += quoted(text(*id));
   }
   return label;
 }
@@ -88,12 +98,27 @@ std::string cell_text(const Cell& cell, size_t runs, const TokenText& text) {
   return what + " (" + runs_text(cell.diverging_runs, runs) + ")";
 }
 
-// Display width of UTF-8 text, counting code points.
+// Terminal columns of UTF-8 text: one per code point, two for East Asian wide ones (CJK, kana,
+// hangul, fullwidth forms, emoji) so that a Qwen vocabulary keeps the table aligned.
 size_t width(const std::string& text) {
-  return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+  size_t columns = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = byte < 0x80 ? 1 : byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    uint32_t cp = length == 1 ? byte : byte & (0x7f >> length);
+    for (size_t k = 1; k < length && i + k < text.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+    const bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3) ||
+                      (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+                      (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) || (cp >= 0x20000 && cp <= 0x3fffd);
+    columns += wide ? 2 : 1;
+    i += length;
+  }
+  return columns;
 }
 
 std::string padded(const std::string& text, size_t to) { return text + std::string(to - std::min(to, width(text)), ' '); }
+
+constexpr const char* kDitto = "〃";
 
 bool with_threads(const std::vector<Config>& configs) {
   return std::any_of(configs.begin(), configs.end(), [&](const Config& c) { return c.threads != configs[0].threads; });
@@ -104,6 +129,17 @@ std::string baseline_name(const Report& report) {
 }
 
 }  // namespace
+
+std::string prompt_label(size_t index, size_t tokens, const std::string& text) {
+  std::string label = std::to_string(index + 1) + " (" + std::to_string(tokens) + " tok)";
+  if (text.empty()) return label;
+  constexpr size_t kShown = 28;  // code points of the prompt's text
+  size_t points = 0;
+  for (size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80 && points++ == kShown)
+      return label + " " + quoted(text.substr(0, i) + "…");
+  return label + " " + quoted(text);
+}
 
 std::string Config::name(bool with_threads_) const {
   return (chunk ? std::to_string(chunk) : "whole") + (with_threads_ ? " t" + std::to_string(threads) : "");
@@ -120,7 +156,6 @@ std::vector<size_t> parse_modes(std::string_view text) {
       throw Error("'" + word + "' is not a prefill mode: give 'whole' or a chunk size in tokens, e.g. whole,1,16,17");
     }
   }
-  if (modes.empty()) throw Error("no prefill modes given");
   return modes;
 }
 
@@ -131,7 +166,6 @@ std::vector<int> parse_threads(std::string_view text) {
     if (!count || *count > 1024) throw Error("'" + word + "' is not a thread count: give counts like 1,2");
     threads.push_back(int(*count));
   }
-  if (threads.empty()) throw Error("no thread counts given");
   return threads;
 }
 
@@ -258,9 +292,19 @@ std::string render_table(const Report& report, const std::vector<std::string>& p
   std::vector<std::vector<std::string>> table;
   table.push_back({"prompt"});
   for (const Config& config : report.configs) table[0].push_back(config.name(threads));
+  // A divergence repeated from the cell to its left is shown as a ditto mark, so that a row whose
+  // every mode departs from the oracle in the same way (a deterministic engine) reads at a glance.
+  bool dittos = false;
   for (size_t p = 0; p < report.cells.size(); ++p) {
     table.push_back({prompt_labels.at(p)});
-    for (const Cell& cell : report.cells[p]) table.back().push_back(cell_text(cell, report.runs, text));
+    std::string left;
+    for (const Cell& cell : report.cells[p]) {
+      const std::string cell_label = cell_text(cell, report.runs, text);
+      const bool repeated = cell.first && cell_label == left;
+      table.back().push_back(repeated ? kDitto : cell_label);
+      dittos |= repeated;
+      left = cell_label;
+    }
   }
   std::vector<size_t> widths(table[0].size());
   for (const auto& row : table)
@@ -278,6 +322,7 @@ std::string render_table(const Report& report, const std::vector<std::string>& p
   if (report.has_oracle)
     out += "; " + std::to_string(report.oracle_matches) + " of " + std::to_string(report.sequences) + " match the oracle";
   out += "; unique completions per prompt: " + join(report.unique_completions, ' ') + "\n";
+  if (dittos) out += std::string(kDitto) + " = the same divergence as the cell to its left\n";
   return out;
 }
 

@@ -91,6 +91,9 @@ std::optional<TraceDifference> localise(const Report& report, const Runs& runs);
 // Renders a token id for people, e.g. ` The`; empty when there is no tokenizer.
 using TokenText = std::function<std::string(int32_t)>;
 
+// A row label: `3 (24 tok) "Return a JSON object with k…"`, or without text `3 (24 tok)`.
+std::string prompt_label(size_t index, size_t tokens, const std::string& text);
+
 // The table (prompts down, configurations across) and the summary line.
 std::string render_table(const Report& report, const std::vector<std::string>& prompt_labels, const TokenText& text);
 std::string render_trace(const TraceDifference& difference, const Report& report);

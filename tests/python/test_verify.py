@@ -90,7 +90,7 @@ def test_a_wrong_oracle_row_is_named_by_prompt_and_token(checkpoint, tmp_path):
     rows = table_rows(result.stdout)
     expected_cell = f"tok 5: {oracle[1][5]} -> {right} (all runs)"
     assert rows == {1: {"whole": "same", "17": "same"},
-                    2: {"whole": expected_cell, "17": expected_cell},
+                    2: {"whole": expected_cell, "17": "〃"},  # the same divergence as its left
                     3: {"whole": "same", "17": "same"}}
     assert "FAIL: 12 of 12 sequences identical to the baseline" in result.stdout
     assert "8 of 12 match the oracle" in result.stdout

@@ -206,3 +206,54 @@ def test_bad_input_gets_a_clear_error(checkpoint, tmp_path, model, options, mess
     assert result.returncode == 1
     assert message in result.stderr
     assert result.stdout == ""
+
+
+SEED_ORACLE = os.path.join(ROOT, "tests", "data", "seed-qwen3-0.6b-oracle.txt")
+QWEN3_TOKENIZER = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer.json")
+SEED_PROMPTS = [
+    "Name one primary color.",
+    "Write one factual sentence about local inference on Apple silicon.",
+    'Return a JSON object with keys "language" and "runtime" for Swift and Core AI.',
+    "Explain in two sentences why logits should stay on the final stage.",
+    "Write a Swift function signature for adding two Int values.",
+    "List three constraints for a safe distributed model test.",
+    "Answer with one word: what device family runs macOS?",
+    "Summarize pipeline parallelism in one short paragraph.",
+]
+
+
+def test_the_seed_experiment_with_its_prompts_tokenizer_and_oracle(tmp_path):
+    """The README's command for Qwen/Qwen3-0.6B, on a random model with Qwen3's vocabulary and the
+    real Qwen3 tokenizer.json: the built-in prompts are the seed's, encoded as `tokenizers` does;
+    the seed's oracle (a different model's answers) fails in every mode, shown as text; an oracle
+    made by transformers for this model passes."""
+    from tokenizers import Tokenizer
+    model_dir = tmp_path / "qwen3-vocab"
+    model = make_checkpoint(str(model_dir), "qwen3", vocab_size=151936, hidden_size=64, intermediate_size=128,
+                            layers=2, heads=4, kv_heads=2, head_dim=16, tied=True)
+    shutil.copy(QWEN3_TOKENIZER, model_dir / "tokenizer.json")
+    reference = Tokenizer.from_file(QWEN3_TOKENIZER)
+    prompts = [reference.encode(text).ids for text in SEED_PROMPTS]
+
+    def seed_verify(oracle):
+        return subprocess.run([DITTO, "verify", "-m", str(model_dir), "--oracle", oracle, "--modes", "whole,1,17",
+                               "--threads", "1", "--runs", "1"], capture_output=True, text=True, timeout=600)
+
+    result = seed_verify(SEED_ORACLE)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    with open(SEED_ORACLE) as f:
+        first_expected = [int(row.split()[0]) for row in f]
+    for p, (text, ids) in enumerate(zip(SEED_PROMPTS, prompts)):
+        label = f'{p + 1} ({len(ids)} tok) "{text[:28]}'
+        row = next(line for line in lines if line.startswith(label))
+        expected_text = json.dumps(reference.decode([first_expected[p]]))
+        assert f"tok 0: {first_expected[p]} {expected_text} -> " in row
+        assert row.endswith("〃  〃")  # the same answer in every mode
+    assert "FAIL: 24 of 24 sequences identical to the baseline (whole run 1)" in result.stdout
+
+    oracle = write_rows(tmp_path / "oracle.txt", [reference_greedy(model, ids, TOKENS) for ids in prompts])
+    result = seed_verify(oracle)
+    assert result.returncode == 0, result.stdout
+    assert "PASS: 24 of 24 sequences identical to the baseline (whole run 1) in ids and logits; 24 of 24 match the oracle" \
+        in result.stdout

@@ -134,9 +134,11 @@ void run_verify(const VerifyOptions& o) {
       const verify::ChildResult child = verify::run_child(argv);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "run %zu/%zu  %-10s %6.2f s\n", r + 1, o.runs, configs[c].name(with_threads).c_str(), seconds);
-      if (child.exit_code != 0)
-        throw Error("the child `" + command_text(argv) + "` failed (exit status " + std::to_string(child.exit_code) +
-                    "):\n" + child.err);
+      if (child.exit_code != 0 || child.signal != 0)
+        throw Error("the child `" + command_text(argv) + "` " +
+                    (child.signal ? "was killed by signal " + std::to_string(child.signal)
+                                  : "failed with exit status " + std::to_string(child.exit_code)) +
+                    ":\n" + child.err);
       try {
         runs[c][r] = verify::parse_child_output(child.out, prompts.size());
       } catch (const Error& e) {
@@ -159,7 +161,11 @@ void run_verify(const VerifyOptions& o) {
     std::printf("%s\n", verify::report_json(report, trace, token_text).dump(2).c_str());
   } else {
     std::printf("%s", verify::render_table(report, labels, token_text).c_str());
-    if (trace) std::printf("%s", verify::render_trace(*trace, report).c_str());
+    if (trace) {
+      std::printf("%s", verify::render_trace(*trace, report).c_str());
+    } else if (o.trace && !report.passed()) {
+      std::printf("trace: every run computed the baseline's logits; only the oracle differs\n");
+    }
   }
   std::fflush(stdout);
   if (!report.passed()) throw CLI::RuntimeError(1);
@@ -172,17 +178,20 @@ void register_verify(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "verify", "Run prompts under several prefill modes and thread counts, each run in a fresh process, and compare");
   cmd->footer(
-      "Every (run, mode, thread count) is a fresh child process, `ditto generate --json` (see `ditto generate\n"
-      "--help`), run one after another: run 1 of every mode and thread count, then run 2, and so on. Each\n"
-      "prints, per prompt, the greedy ids and a hash of the logits of every step. The first child (first mode,\n"
-      "first thread count, run 1) is the baseline: a run agrees when its ids equal the oracle row (or, without\n"
-      "--oracle, the baseline's ids) and its logits hash the same as the baseline's at every step.\n"
-      "Table: prompts down (number and length in tokens), modes across; a cell is `same` or the first\n"
-      "divergence: `tok I: EXPECTED -> GOT (run R)`, token index I from 0. Exit status 0 only if every cell is\n"
-      "`same`.\n"
-      "--trace hashes every intermediate (per layer: attn_norm, q, k, v, attention, o_proj, attn_residual,\n"
-      "mlp_norm, up, silu_mul, down, mlp_residual) at every position, and names the first layer and operation\n"
-      "where the first diverging run departs from the baseline.");
+      "Each (run, mode, thread count) is a fresh child process, run one after another (run 1 of every mode\n"
+      "and thread count, then run 2, ...):\n"
+      "  ditto generate -m MODEL --tokens-file IDS -n N --chunk C -t T --cache-type X --ignore-eos --json [--trace]\n"
+      "which prints a JSON line per prompt: the greedy ids and the hash of the logits of every step (see\n"
+      "`ditto generate --help`). The first child (first mode, first thread count, run 1) is the baseline: a\n"
+      "run agrees when its ids equal the oracle row (without --oracle: the baseline's) and its logits hash\n"
+      "as the baseline's at every step.\n"
+      "Table: prompts down, modes across; a cell is `same` or the first divergence, `tok I: EXPECTED -> GOT\n"
+      "(run R)` with I counted from 0, or 〃 for the same divergence as the cell to its left. Exit status 0\n"
+      "only if every cell is `same`.\n"
+      "--trace also hashes every intermediate at every position (per layer: attn_norm, q, k, v (q and k\n"
+      "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down, mlp_residual;\n"
+      "and the embedding) and names the first layer and operation where the first diverging run departs\n"
+      "from the baseline, comparing the positions whose input tokens agree.");
   cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
   CLI::Option* prompts = cmd->add_option(
       "-p,--prompts", options->prompts, "Prompts, one per line, as text (default: the seed report's eight prompts)");

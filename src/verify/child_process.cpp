@@ -75,7 +75,11 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw Error(std::string("waitpid failed: ") + std::strerror(errno));
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else {
+    result.exit_code = WEXITSTATUS(status);
+  }
   return result;
 }
 

@@ -5,7 +5,8 @@
 namespace ditto::verify {
 
 struct ChildResult {
-  int exit_code = 0;     // the exit status, or 128 + signal if the child was killed
+  int exit_code = 0;     // the exit status if the child exited
+  int signal = 0;        // the signal that killed it, if one did
   std::string out, err;  // everything it wrote to stdout and stderr
 };
 

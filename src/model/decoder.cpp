@@ -23,9 +23,11 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
   std::vector<float> gate(rows * c.intermediate_size), up(rows * c.intermediate_size);
   std::vector<float> cos(rows * c.head_dim / 2), sin(rows * c.head_dim / 2);
   // Tracing (ditto verify --trace): hands the observer intermediates, each `rows` rows of a buffer.
-  const auto observe = [&](size_t layer, std::initializer_list<std::pair<const char*, const std::vector<float>*>> outputs) {
-    if (observer)
-      for (const auto& [name, values] : outputs) observer->observe(layer, name, first_pos, values->data(), rows, values->size() / rows);
+  using Named = std::pair<const char*, const std::vector<float>*>;
+  const auto observe = [&](size_t layer, std::initializer_list<Named> outputs) {
+    if (!observer) return;
+    for (const auto& [name, values] : outputs)
+      observer->observe(layer, name, first_pos, values->data(), rows, values->size() / rows);
   };
 
   for (size_t t = 0; t < rows; ++t) {

@@ -65,6 +65,8 @@ TEST(Verify, TheFirstDifferingStepIsReportedWithBothIds) {
   EXPECT_EQ(cell.first->expected, 21);
   EXPECT_EQ(cell.first->got, 30);
   EXPECT_EQ(report.unique_completions, (std::vector<size_t>{1, 3}));
+  EXPECT_NE(render_table(report, {"1", "2"}, {}).find("unique completions per prompt: 3 for prompt 2; 1 for the other 1\n"),
+            std::string::npos);
 }
 
 TEST(Verify, TheOracleSetsTheExpectedIds) {
@@ -82,7 +84,7 @@ TEST(Verify, TheOracleSetsTheExpectedIds) {
   const std::string table = render_table(report, {"1", "2"}, [](int32_t id) { return "t" + std::to_string(id); });
   EXPECT_NE(table.find("tok 1: 99 \"t99\" -> 21 \"t21\" (all runs)  〃\n"), std::string::npos) << table;
   EXPECT_NE(table.find("FAIL: 8 of 8 sequences identical to the baseline (whole run 1) in ids and logits; 4 of 8 match "
-                       "the oracle; unique completions per prompt: 1 1\n"),
+                       "the oracle; unique completions per prompt: 1 for every prompt\n"),
             std::string::npos)
       << table;
 }

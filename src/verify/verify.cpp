@@ -58,19 +58,31 @@ std::optional<size_t> first_divergence(const PromptRun& run, const std::vector<i
 
 bool same_as(const PromptRun& a, const PromptRun& b) { return a.ids == b.ids && a.step_hashes == b.step_hashes; }
 
-// "1 1 2", or with plus = 1 and separator ",": 0-based indices as 1-based numbers.
-std::string join(const std::vector<size_t>& numbers, char separator, size_t plus = 0) {
-  std::string text;
-  for (const size_t number : numbers) {
-    if (!text.empty()) text += separator;
-    text += std::to_string(number + plus);
+// "run 2", "runs 1,3" (1-based) or "all runs".
+std::string runs_text(const std::vector<size_t>& runs, size_t total) {
+  if (runs.size() == total && total > 1) return "all runs";
+  std::string text = runs.size() == 1 ? "run " : "runs ";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i) text += ',';
+    text += std::to_string(runs[i] + 1);
   }
   return text;
 }
 
-std::string runs_text(const std::vector<size_t>& runs, size_t total) {
-  if (runs.size() == total && total > 1) return "all runs";
-  return (runs.size() == 1 ? "run " : "runs ") + join(runs, ',', 1);
+// "1 for every prompt", or the prompts with more than one, e.g. "2 for prompt 3; 1 for the other 7".
+std::string unique_text(const std::vector<size_t>& unique) {
+  std::string several;
+  size_t ones = 0;
+  for (size_t p = 0; p < unique.size(); ++p) {
+    if (unique[p] == 1) {
+      ++ones;
+      continue;
+    }
+    if (!several.empty()) several += ", ";
+    several += std::to_string(unique[p]) + " for prompt " + std::to_string(p + 1);
+  }
+  if (several.empty()) return "1 for every prompt";
+  return ones ? several + "; 1 for the other " + std::to_string(ones) : several;
 }
 
 // Text in double quotes, with JSON's escapes (\n, \") and invalid UTF-8 replaced.
@@ -321,7 +333,7 @@ std::string render_table(const Report& report, const std::vector<std::string>& p
          ") in ids and logits";
   if (report.has_oracle)
     out += "; " + std::to_string(report.oracle_matches) + " of " + std::to_string(report.sequences) + " match the oracle";
-  out += "; unique completions per prompt: " + join(report.unique_completions, ' ') + "\n";
+  out += "; unique completions per prompt: " + unique_text(report.unique_completions) + "\n";
   if (dittos) out += std::string(kDitto) + " = the same divergence as the cell to its left\n";
   return out;
 }

@@ -27,7 +27,7 @@ constexpr size_t kTileRows = kLanesF == 16 ? 8 : 4;
 constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
 // Up to this many rows the tiles read the packed weights directly, widening in registers;
 // beyond it, a block of weights is widened to f32 once and reused by every row tile.
-constexpr size_t kDirectRows = 32;
+constexpr size_t kDirectRows = 8;
 constexpr size_t kBlockK = 2048;
 
 // Reads or writes the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.

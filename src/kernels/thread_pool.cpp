@@ -22,16 +22,6 @@ inline void cpu_relax() {
 #endif
 }
 
-// Waits until `value` differs from `old`: spins first, then sleeps in the kernel.
-template <typename T>
-void wait_for_change(const std::atomic<T>& value, T old) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (value.load(std::memory_order_acquire) != old) return;
-    cpu_relax();
-  }
-  while (value.load(std::memory_order_acquire) == old) value.wait(old, std::memory_order_acquire);
-}
-
 }  // namespace
 
 // One run: chunks are claimed through `next`; `done` counts finished chunks. A worker that
@@ -42,11 +32,14 @@ struct ThreadPool::Job {
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
 
-  void claim_and_run() {
+  // Returns true if this call finished the last chunk.
+  bool claim_and_run() {
+    bool finished_last = false;
     for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
       (*body)(i * chunk, std::min(count, (i + 1) * chunk));
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_one();
+      finished_last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
     }
+    return finished_last;
   }
 };
 
@@ -58,22 +51,40 @@ ThreadPool& ThreadPool::shared() {
 ThreadPool::~ThreadPool() {
   stopping_.store(true);
   generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  wake(workers_wake_);
   for (auto& worker : workers_) worker.join();
+}
+
+// Sleeping goes through a mutex and condition variables (std::atomic::wait in GCC 12's
+// library can miss a notification on 64-bit values; this cannot): a waker takes the
+// mutex after changing the value, so a sleeper either sees the change or gets the signal.
+void ThreadPool::wake(std::condition_variable& sleepers) {
+  { std::lock_guard<std::mutex> lock(sleep_mutex_); }
+  sleepers.notify_all();
+}
+
+template <typename Ready>
+void ThreadPool::wait_until(std::condition_variable& sleepers, Ready ready) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (ready()) return;
+    cpu_relax();
+  }
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers.wait(lock, ready);
 }
 
 void ThreadPool::work() {
   uint64_t seen = 0;
   while (true) {
-    wait_for_change(generation_, seen);
+    wait_until(workers_wake_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
     if (stopping_.load()) return;
     std::shared_ptr<Job> job;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(job_mutex_);
       job = job_;
       seen = generation_.load(std::memory_order_acquire);
     }
-    if (job) job->claim_and_run();
+    if (job && job->claim_and_run()) wake(caller_wake_);
   }
 }
 
@@ -88,17 +99,15 @@ void ThreadPool::run(int threads, size_t count, const std::function<void(size_t,
   job->chunk = std::max<size_t>(1, count / (active * kChunksPerThread));
   job->chunks = (count + job->chunk - 1) / job->chunk;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(job_mutex_);
     while (workers_.size() + 1 < active) workers_.emplace_back([this] { work(); });
     job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
-  generation_.notify_all();
+  wake(workers_wake_);
   job->claim_and_run();
-  for (size_t finished = job->done.load(std::memory_order_acquire); finished != job->chunks;
-       finished = job->done.load(std::memory_order_acquire))
-    wait_for_change(job->done, finished);
-  std::lock_guard<std::mutex> lock(mutex_);
+  wait_until(caller_wake_, [&] { return job->done.load(std::memory_order_acquire) == job->chunks; });
+  std::lock_guard<std::mutex> lock(job_mutex_);
   job_.reset();
 }
 

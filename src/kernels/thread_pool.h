@@ -1,5 +1,6 @@
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -27,13 +28,19 @@ class ThreadPool {
   struct Job;
   ThreadPool() = default;
   void work();
+  void wake(std::condition_variable& sleepers);
+  template <typename Ready>
+  void wait_until(std::condition_variable& sleepers, Ready ready);
 
-  std::mutex mutex_;  // guards job_ and workers_; one run at a time holds run_mutex_
-  std::mutex run_mutex_;
+  std::mutex run_mutex_;  // one run at a time
+  std::mutex job_mutex_;  // guards job_ and workers_
   std::vector<std::thread> workers_;
   std::shared_ptr<Job> job_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable workers_wake_;  // a new run (or stop)
+  std::condition_variable caller_wake_;   // the last chunk of a run is done
 };
 
 // Shorthand for ThreadPool::shared().run(...).

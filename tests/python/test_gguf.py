@@ -68,7 +68,7 @@ def reference_greedy(reference, prompt, count):
         tokens = []
         for _ in range(count):
             tokens.append(int(out.logits[0, -1].argmax()))
-            out = reference(torch.tensor([[tokens[-1]]]), past_key_values=out.past_key_values, use_cache=True)
+            out = reference(torch.tensor([[tokens[-1]]]), cache=out.cache, use_cache=True)
     return logits, tokens
 
 
@@ -93,3 +93,18 @@ def test_logits_and_greedy_match_transformers(model, reference, prompts):
             tokens.append(int(np.argmax(last)))
             last = session.decode(tokens[-1])
         assert tokens == expected_tokens, f"prompt {prompt}"
+
+
+def test_quantised_model_is_invariant_to_chunks_threads_and_decode(model, prompts):
+    prompt = prompts[0]
+    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
+    for chunk in (1, 2, 3, 7, 16, 17, 31):
+        for threads in (1, 2, 3):
+            session = ditto.Session(model, capacity=len(prompt), threads=threads)
+            if chunk == 1:
+                rows = [session.decode(token) for token in prompt]
+            else:
+                rows = [session.prefill(prompt[at:at + chunk], all_logits=True)
+                        for at in range(0, len(prompt), chunk)]
+            logits = np.vstack(rows)
+            assert logits.tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"

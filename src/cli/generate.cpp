@@ -55,11 +55,12 @@ nlohmann::json trace_json(const TraceRecorder& trace) {
 }
 
 void run_generate(const GenerateOptions& o) {
+  const std::string model_file = model_path(o.model);
   // A text prompt gets a text answer, streamed; token ids get token ids.
   std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
-    tokenizer.emplace(Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer)));
+    tokenizer.emplace(Tokenizer::from_file(find_tokenizer(model_file, o.tokenizer)));
     prompts.push_back(tokenizer->encode(o.prompt));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
@@ -67,7 +68,7 @@ void run_generate(const GenerateOptions& o) {
     prompts.push_back(parse_token_ids(o.tokens));
   }
   if (prompts[0].empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
-  const auto model = Model::load(o.model);
+  const auto model = Model::load(model_file);
   const ModelConfig& config = model->config();
   TraceRecorder trace;
   GenerationOptions generation;
@@ -127,7 +128,8 @@ void register_generate(CLI::App& app) {
       "\"logits_hash\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
       "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
       "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
-  cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
+  cmd->add_option("-m,--model", options->model,
+                  "GGUF file or checkpoint directory (default: " + default_model_description() + ")");
   CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
   CLI::Option* tokens = cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
   cmd->add_option("--tokens-file", options->tokens_file,

@@ -5,6 +5,7 @@
 
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "model/gguf.h"
 
 namespace py = pybind11;
 
@@ -62,6 +63,9 @@ PYBIND11_MODULE(_ditto, m) {
       .def_property_readonly("position", &ditto::Session::position)
       .def_property_readonly("capacity", &ditto::Session::capacity)
       .def("reset", &ditto::Session::reset);
+
+  m.def("gguf_tokenizer_json", &ditto::gguf_tokenizer_json, py::arg("path"),
+        "The tokenizer of a GGUF file as a tokenizer.json text, for Tokenizer.from_json.");
 
   bind_tokenizer(m);
 }

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ditto/tokenizer.h"
+
 namespace ditto::cli {
 
 // Each command adds its subcommand, with its options and the callback that runs it.
@@ -16,7 +18,9 @@ void register_inspect(CLI::App& app);
 std::string model_path(const std::string& given);
 std::string default_model_description();
 
-// The tokenizer.json to use: `tokenizer_path` if given, else the one in `model_dir`.
-std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path);
+// The tokenizer: the tokenizer.json at `tokenizer_path` if given, else the model's (the one in a
+// GGUF file's metadata, or tokenizer.json in a checkpoint directory; the default model's if
+// `model` is empty).
+Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path);
 
 }  // namespace ditto::cli

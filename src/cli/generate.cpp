@@ -60,7 +60,7 @@ void run_generate(const GenerateOptions& o) {
   std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
-    tokenizer.emplace(Tokenizer::from_file(find_tokenizer(model_file, o.tokenizer)));
+    tokenizer.emplace(load_tokenizer(model_file, o.tokenizer));
     prompts.push_back(tokenizer->encode(o.prompt));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
@@ -135,7 +135,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--tokens-file", options->tokens_file,
                   "Prompts as token ids, one prompt per line, each continued in a fresh session")
       ->excludes(text)->excludes(tokens);
-  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model directory's)");
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model's)");
   cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
       ->capture_default_str();

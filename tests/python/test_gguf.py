@@ -108,3 +108,21 @@ def test_quantised_model_is_invariant_to_chunks_threads_and_decode(model, prompt
                         for at in range(0, len(prompt), chunk)]
             logits = np.vstack(rows)
             assert logits.tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+
+
+def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
+    """ditto's tokenizer built from tokenizer.ggml.* encodes as llama.cpp, the file's own runtime,
+    does, and decodes as transformers' tokenizer converted from the file. (transformers' encoder
+    is not the reference: its conversion leaves out the digit split of the 'smollm'
+    pre-tokenizer.) The lines include bytes SmolLM2's vocabulary has no token for (control
+    characters such as U+0004), which both drop."""
+    from llama_cpp import Llama
+    from ditto_testing import text_corpus
+    peer = Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
+    reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer_json(str(gguf_path)))
+    lines = text_corpus.lines(3000, seed=6) + ["a\x04b\x06c", "\x13\x14\x16\x1d", "<|im_start|>user\nHi<|im_end|>"]
+    for line in lines:
+        ids = tokenizer.encode(line)
+        assert ids == peer.tokenize(line.encode(), add_bos=False, special=True), repr(line)
+        assert tokenizer.decode(ids) == reference.decode(ids), repr(line)

@@ -20,7 +20,11 @@ std::string default_model_description();
 
 // The tokenizer: the tokenizer.json at `tokenizer_path` if given, else the model's (the one in a
 // GGUF file's metadata, or tokenizer.json in a checkpoint directory; the default model's if
-// `model` is empty).
-Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path);
+// `model` is empty); with the GGUF file's chat template, if it has one.
+struct ModelTokenizer {
+  Tokenizer tokenizer;
+  std::string chat_template;
+};
+ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path);
 
 }  // namespace ditto::cli

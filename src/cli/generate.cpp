@@ -15,6 +15,7 @@
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "ditto/tokenizer.h"
+#include "model/chat.h"
 #include "runtime/generation.h"
 #include "runtime/token_ids.h"
 #include "runtime/trace.h"
@@ -39,6 +40,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool json = false;
   bool trace = false;
+  bool raw = false;  // -p text as it is, without the model's chat template
 };
 
 std::vector<std::string> hex(const std::vector<uint64_t>& hashes) {
@@ -60,8 +62,9 @@ void run_generate(const GenerateOptions& o) {
   std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
-    tokenizer.emplace(load_tokenizer(model_file, o.tokenizer));
-    prompts.push_back(tokenizer->encode(o.prompt));
+    ModelTokenizer loaded = load_tokenizer(model_file, o.tokenizer);
+    tokenizer.emplace(std::move(loaded.tokenizer));
+    prompts.push_back(tokenizer->encode(o.raw ? o.prompt : chat_prompt(loaded.chat_template, o.prompt)));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
   } else {
@@ -146,6 +149,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--cache-type", options->cache_type, "KV cache precision: f32, f16 or bf16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
+  cmd->add_flag("--raw", options->raw,
+                "Encode the -p text as it is; by default a model with a ChatML chat template (such as the default "
+                "model) gets it as one user message");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the end-of-sequence token");
   cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
   cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")->needs("--json");

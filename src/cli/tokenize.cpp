@@ -15,12 +15,13 @@
 
 namespace ditto::cli {
 
-Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return Tokenizer::from_file(tokenizer_path);
+ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty()) return {Tokenizer::from_file(tokenizer_path), ""};
   const std::string model_file = model_path(model);
   if (std::filesystem::is_regular_file(model_file)) {
     try {
-      return Tokenizer::from_json(gguf_tokenizer_json(model_file));
+      GgufTokenizer gguf = read_gguf_tokenizer(model_file);
+      return {Tokenizer::from_json(gguf.tokenizer_json), std::move(gguf.chat_template)};
     } catch (const Error& e) {
       throw Error("the tokenizer of " + model_file + ": " + e.what());
     }
@@ -29,7 +30,7 @@ Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_
   if (!std::filesystem::exists(beside_model)) {
     throw Error("no tokenizer.json in " + model_file + ": give one with --tokenizer");
   }
-  return Tokenizer::from_file(beside_model.string());
+  return {Tokenizer::from_file(beside_model.string()), ""};
 }
 
 namespace {
@@ -57,7 +58,7 @@ std::string read_all(std::istream& in) {
 }
 
 void run_tokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer);
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
   const std::string text = o.text_given ? o.text : read_all(std::cin);
   const std::vector<int32_t> ids = tokenizer.encode(text, !o.special_as_text);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -71,7 +72,7 @@ void run_tokenize(const TokenizerOptions& o) {
 }
 
 void run_detokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer);
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
   std::vector<int32_t> ids = o.ids;
   if (ids.empty()) {
     std::istringstream in(read_all(std::cin));

@@ -29,7 +29,7 @@ json pre_tokenizer(const std::string& pre) {
 
 }  // namespace
 
-std::string gguf_tokenizer_json(const std::string& path) {
+GgufTokenizer read_gguf_tokenizer(const std::string& path) {
   const MappedFile file(path);
   const GgufFile gguf = parse_gguf(std::span(file.data(), file.size()), "'" + path + "'");
   const std::string model = gguf.get_string("tokenizer.ggml.model");
@@ -60,7 +60,7 @@ std::string gguf_tokenizer_json(const std::string& path) {
        {{"type", "BPE"}, {"dropout", nullptr}, {"byte_fallback", false}, {"ignore_merges", false},
         {"vocab", vocab}, {"merges", gguf.get_string_array("tokenizer.ggml.merges")}}},
   };
-  return document.dump();
+  return {document.dump(), gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : ""};
 }
 
 }  // namespace ditto

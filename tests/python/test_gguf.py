@@ -120,9 +120,22 @@ def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
     from ditto_testing import text_corpus
     peer = Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
     reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer_json(str(gguf_path)))
+    tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer(str(gguf_path))[0])
     lines = text_corpus.lines(3000, seed=6) + ["a\x04b\x06c", "\x13\x14\x16\x1d", "<|im_start|>user\nHi<|im_end|>"]
     for line in lines:
         ids = tokenizer.encode(line)
         assert ids == peer.tokenize(line.encode(), add_bos=False, special=True), repr(line)
         assert tokenizer.decode(ids) == reference.decode(ids), repr(line)
+
+
+def test_chat_prompt_is_what_the_template_renders(gguf_path):
+    """`ditto generate -p` wraps the text as one user message; for SmolLM2's ChatML template that
+    is exactly what transformers' Jinja rendering of the template gives."""
+    reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    chat_template = ditto.gguf_tokenizer(str(gguf_path))[1]
+    assert "<|im_start|>" in chat_template
+    for text in CHATS + ["", "two\nlines"]:
+        expected = reference.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                 tokenize=False)
+        assert ditto.chat_prompt(chat_template, text) == expected
+    assert ditto.chat_prompt("{{ messages[0]['content'] }}", "plain") == "plain"

@@ -18,7 +18,7 @@ namespace ditto::cli {
 ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path) {
   if (!tokenizer_path.empty()) return {Tokenizer::from_file(tokenizer_path), ""};
   const std::string model_file = model_path(model);
-  if (std::filesystem::is_regular_file(model_file)) {
+  if (!std::filesystem::is_directory(model_file)) {  // a GGUF file (or a path that says why not)
     try {
       GgufTokenizer gguf = read_gguf_tokenizer(model_file);
       return {Tokenizer::from_json(gguf.tokenizer_json), std::move(gguf.chat_template)};

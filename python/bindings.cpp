@@ -5,6 +5,8 @@
 
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "model/chat.h"
+#include "model/gguf.h"
 
 namespace py = pybind11;
 
@@ -62,6 +64,13 @@ PYBIND11_MODULE(_ditto, m) {
       .def_property_readonly("position", &ditto::Session::position)
       .def_property_readonly("capacity", &ditto::Session::capacity)
       .def("reset", &ditto::Session::reset);
+
+  m.def("gguf_tokenizer", [](const std::string& path) {
+        const ditto::GgufTokenizer tokenizer = ditto::read_gguf_tokenizer(path);
+        return std::make_pair(tokenizer.tokenizer_json, tokenizer.chat_template);
+      }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");
+  m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
+        "One user message in the model's (ChatML) chat format, ready to encode.");
 
   bind_tokenizer(m);
 }

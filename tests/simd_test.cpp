@@ -73,6 +73,37 @@ TEST(Simd, MatmulMatchesReference) {
   }
 }
 
+// Quantised weights: random blocks (sane f16 scales), inputs that span several 256-input
+// blocks of the prefill kernel, and decode (one row) as well as prefill.
+TEST(Simd, QuantisedMatmulMatchesReference) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
+    for (size_t rows : {1, 2, 5, 9, 17}) {
+      for (auto [n, k] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}}) {
+        testing::SplitMix64 rng(n * 31 + k);
+        std::vector<unsigned char> source(dtype_bytes(dtype, n * k));
+        for (auto& b : source) b = uint8_t(rng.next());
+        for (size_t at = 0; at < source.size(); at += dtype_block_bytes(dtype)) {
+          const uint16_t scale = f32_to_f16(rng.uniform(0.05f)), minimum = f32_to_f16(rng.uniform(0.05f));
+          std::memcpy(&source[at], &scale, 2);
+          if (dtype == DType::Q4_1) std::memcpy(&source[at + 2], &minimum, 2);
+        }
+        const auto w = PackedMatrix::pack(dtype, n, k, source.data());
+        const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
+        std::vector<float> expected(rows * n);
+        ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
+        for_each_target([&] {
+          for (int threads : {1, 3}) {
+            std::vector<float> got(rows * n, -1.0f);
+            kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
+            ASSERT_TRUE(same_bits(got, expected))
+                << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
+          }
+        });
+      }
+    }
+  }
+}
+
 TEST(Simd, RmsNormMatchesReference) {
   for (size_t n : {1, 3, 15, 16, 17, 40, 100, 1024, 1031}) {
     const auto x = random_floats(3 * n, n, 4.0f);

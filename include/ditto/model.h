@@ -32,8 +32,9 @@ struct ModelWeights;  // defined in src/model/weights.h
 // A loaded model: config and packed weights, immutable and shared by sessions.
 class Model {
  public:
-  // Loads a Hugging Face checkpoint directory (config.json and model.safetensors, or the
-  // shards named by model.safetensors.index.json). Throws ditto::Error on bad input.
+  // Loads a GGUF file, or a Hugging Face checkpoint directory (config.json and
+  // model.safetensors, or the shards named by model.safetensors.index.json). Throws
+  // ditto::Error on bad input.
   static std::shared_ptr<const Model> load(const std::string& path);
 
   Model(ModelConfig config, std::unique_ptr<ModelWeights> weights);

@@ -52,7 +52,8 @@ struct Result {
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-size_t matrix_bytes(const MatrixView& m) { return m.rows * m.cols * dtype_size(m.dtype); }
+// As packed: quantised matrices with their f32 scales and one byte per entry (QuantTile).
+size_t matrix_bytes(const MatrixView& m) { return m.panels() * m.panel_bytes(); }
 
 // Bytes of weights one decode step streams: every matrix once (the embedding only as the
 // output projection when tied; the one looked-up row is negligible).

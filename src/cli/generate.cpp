@@ -15,6 +15,7 @@
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "ditto/tokenizer.h"
+#include "model/chat.h"
 #include "runtime/generation.h"
 #include "runtime/token_ids.h"
 #include "runtime/trace.h"
@@ -39,6 +40,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool json = false;
   bool trace = false;
+  bool raw = false;  // -p text as it is, without the model's chat template
 };
 
 std::vector<std::string> hex(const std::vector<uint64_t>& hashes) {
@@ -55,19 +57,21 @@ nlohmann::json trace_json(const TraceRecorder& trace) {
 }
 
 void run_generate(const GenerateOptions& o) {
+  const std::string model_file = model_path(o.model);
   // A text prompt gets a text answer, streamed; token ids get token ids.
   std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
-    tokenizer.emplace(Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer)));
-    prompts.push_back(tokenizer->encode(o.prompt));
+    ModelTokenizer loaded = load_tokenizer(model_file, o.tokenizer);
+    tokenizer.emplace(std::move(loaded.tokenizer));
+    prompts.push_back(tokenizer->encode(o.raw ? o.prompt : chat_prompt(loaded.chat_template, o.prompt)));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
   } else {
     prompts.push_back(parse_token_ids(o.tokens));
   }
   if (prompts[0].empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
-  const auto model = Model::load(o.model);
+  const auto model = Model::load(model_file);
   const ModelConfig& config = model->config();
   TraceRecorder trace;
   GenerationOptions generation;
@@ -127,13 +131,14 @@ void register_generate(CLI::App& app) {
       "\"logits_hash\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
       "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
       "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
-  cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
+  cmd->add_option("-m,--model", options->model,
+                  "GGUF file or checkpoint directory (default: " + default_model_description() + ")");
   CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
   CLI::Option* tokens = cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
   cmd->add_option("--tokens-file", options->tokens_file,
                   "Prompts as token ids, one prompt per line, each continued in a fresh session")
       ->excludes(text)->excludes(tokens);
-  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model directory's)");
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model's)");
   cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
       ->capture_default_str();
@@ -144,6 +149,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--cache-type", options->cache_type, "KV cache precision: f32, f16 or bf16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
+  cmd->add_flag("--raw", options->raw,
+                "Encode the -p text as it is; by default a model with a ChatML chat template (such as the default "
+                "model) gets it as one user message");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the end-of-sequence token");
   cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
   cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")->needs("--json");

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   ditto::cli::register_bench(app);
   ditto::cli::register_tokenize(app);
   ditto::cli::register_verify(app);
+  ditto::cli::register_inspect(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

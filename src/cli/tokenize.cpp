@@ -11,17 +11,26 @@
 #include "cli/commands.h"
 #include "ditto/error.h"
 #include "ditto/tokenizer.h"
+#include "model/gguf.h"
 
 namespace ditto::cli {
 
-std::string find_tokenizer(const std::string& model_dir, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return tokenizer_path;
-  if (model_dir.empty()) throw Error("no tokenizer: give --tokenizer FILE or -m MODEL_DIR holding tokenizer.json");
-  const std::filesystem::path beside_model = std::filesystem::path(model_dir) / "tokenizer.json";
-  if (!std::filesystem::exists(beside_model)) {
-    throw Error("no tokenizer.json in " + model_dir + ": give one with --tokenizer");
+ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty()) return {Tokenizer::from_file(tokenizer_path), ""};
+  const std::string model_file = model_path(model);
+  if (!std::filesystem::is_directory(model_file)) {  // a GGUF file (or a path that says why not)
+    try {
+      GgufTokenizer gguf = read_gguf_tokenizer(model_file);
+      return {Tokenizer::from_json(gguf.tokenizer_json), std::move(gguf.chat_template)};
+    } catch (const Error& e) {
+      throw Error("the tokenizer of " + model_file + ": " + e.what());
+    }
   }
-  return beside_model.string();
+  const std::filesystem::path beside_model = std::filesystem::path(model_file) / "tokenizer.json";
+  if (!std::filesystem::exists(beside_model)) {
+    throw Error("no tokenizer.json in " + model_file + ": give one with --tokenizer");
+  }
+  return {Tokenizer::from_file(beside_model.string()), ""};
 }
 
 namespace {
@@ -38,7 +47,9 @@ struct TokenizerOptions {
 };
 
 void add_tokenizer_options(CLI::App* command, TokenizerOptions& options) {
-  command->add_option("-m,--model", options.model, "Checkpoint directory holding tokenizer.json");
+  command->add_option("-m,--model", options.model,
+                      "GGUF file, or checkpoint directory holding tokenizer.json (default: " +
+                          default_model_description() + ")");
   command->add_option("--tokenizer", options.tokenizer, "tokenizer.json to use (instead of the model's)");
 }
 
@@ -47,7 +58,7 @@ std::string read_all(std::istream& in) {
 }
 
 void run_tokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
   const std::string text = o.text_given ? o.text : read_all(std::cin);
   const std::vector<int32_t> ids = tokenizer.encode(text, !o.special_as_text);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -61,7 +72,7 @@ void run_tokenize(const TokenizerOptions& o) {
 }
 
 void run_detokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
   std::vector<int32_t> ids = o.ids;
   if (ids.empty()) {
     std::istringstream in(read_all(std::cin));

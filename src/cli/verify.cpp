@@ -96,7 +96,7 @@ struct Prompts {
 std::optional<Tokenizer> load_tokenizer(const VerifyOptions& o) {
   const bool beside_model = std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json");
   if (o.ids && o.tokenizer.empty() && !beside_model) return std::nullopt;
-  return Tokenizer::from_file(find_tokenizer(o.model, o.tokenizer));
+  return cli::load_tokenizer(o.model, o.tokenizer).tokenizer;
 }
 
 Prompts read_prompts(const VerifyOptions& o, const std::optional<Tokenizer>& tokenizer) {

@@ -49,6 +49,13 @@ double parse_rope_theta(const json& config) {
 
 }  // namespace
 
+void check_attention_shape(const ModelConfig& c, const std::string& source) {
+  if (c.heads % c.kv_heads != 0)
+    throw Error(source + ": num_attention_heads (GGUF: attention.head_count) must be a multiple of "
+                         "num_key_value_heads (attention.head_count_kv)");
+  if (c.head_dim == 0 || c.head_dim % 2 != 0) throw Error(source + ": the head size must be even and positive for RoPE");
+}
+
 ModelConfig parse_hf_config(const std::string& json_text) {
   json config;
   try {
@@ -81,9 +88,7 @@ ModelConfig parse_hf_config(const std::string& json_text) {
                                                                             : c.hidden_size / c.heads;
     c.max_positions = config.contains("max_position_embeddings") ? positive_size(config, "max_position_embeddings")
                                                                  : 4096;
-    if (c.heads % c.kv_heads != 0)
-      throw Error("config.json: num_attention_heads must be a multiple of num_key_value_heads");
-    if (c.head_dim % 2 != 0) throw Error("config.json: head_dim must be even for RoPE");
+    check_attention_shape(c, "config.json");
     c.rms_norm_eps = config.value("rms_norm_eps", 1e-6f);
     c.rope_theta = parse_rope_theta(config);
     c.tied_embeddings = config.value("tie_word_embeddings", false);

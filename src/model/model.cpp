@@ -6,6 +6,7 @@
 
 #include "ditto/error.h"
 #include "model/config.h"
+#include "model/gguf.h"
 #include "model/weights.h"
 
 namespace ditto {
@@ -23,10 +24,26 @@ size_t Model::parameter_count() const {
   return c.vocab_size * c.hidden_size * (c.tied_embeddings ? 1 : 2) + c.layers * per_layer + c.hidden_size;
 }
 
+namespace {
+
+std::shared_ptr<const Model> load_gguf(const std::string& path) {
+  auto file = std::make_shared<MappedFile>(path);
+  const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
+  ModelConfig config = gguf_model_config(gguf);
+  const TensorStore store = gguf_tensor_store(file, gguf);
+  // llama.cpp's converter permutes q/k rows of llama models only (qwen3 uses NeoX RoPE).
+  const QkLayout layout = config.architecture == Architecture::Llama ? QkLayout::InterleavedRope : QkLayout::Transformers;
+  auto weights = pack_hf_weights(store, config, layout);
+  return std::make_shared<Model>(std::move(config), std::move(weights));
+}
+
+}  // namespace
+
 std::shared_ptr<const Model> Model::load(const std::string& path) {
   namespace fs = std::filesystem;
+  if (fs::is_regular_file(path)) return load_gguf(path);
   if (!fs::is_directory(path))
-    throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights)");
+    throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights) nor a GGUF file");
   std::ifstream in(fs::path(path) / "config.json");
   if (!in) throw Error("'" + path + "' has no readable config.json");
   std::ostringstream text;

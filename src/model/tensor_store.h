@@ -27,6 +27,7 @@ class TensorStore {
   // Throws ditto::Error naming the tensor when it is missing.
   const TensorView& get(const std::string& name) const;
   size_t size() const { return tensors_.size(); }
+  const std::map<std::string, TensorView>& tensors() const { return tensors_; }
 
  private:
   std::vector<std::shared_ptr<MappedFile>> files_;

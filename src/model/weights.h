@@ -24,8 +24,14 @@ struct ModelWeights {
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
 
+// How the rows of the q and k projections are ordered: as transformers has them, or as
+// llama.cpp's converter permutes them for its RoPE (GGUF files of the llama architecture).
+enum class QkLayout { Transformers, InterleavedRope };
+
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
-// them), checks every shape against the config and packs them.
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config);
+// them), checks every shape against the config and packs them, q and k rows in transformers'
+// order whatever `qk_layout` the store holds.
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
+                                              QkLayout qk_layout = QkLayout::Transformers);
 
 }  // namespace ditto

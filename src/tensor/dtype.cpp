@@ -9,6 +9,9 @@ std::string dtype_name(DType dtype) {
     case DType::F32: return "f32";
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
+    case DType::Q8_0: return "q8_0";
+    case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
   }
   return "?";
 }

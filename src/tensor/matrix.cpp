@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <vector>
 
 namespace ditto {
 
@@ -11,34 +10,54 @@ void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 namespace {
 
-// Element (n, k) of the row-major source goes to panel n / 16, position k * 16 + n % 16.
-template <typename T>
-void pack_panels(const T* source, size_t rows, size_t cols, T* out) {
+// Element k of source row source_rows[n] goes to panel n / 16, position k * 16 + n % 16.
+// Elements are copied with memcpy: the source may be unaligned (safetensors and GGUF offsets
+// need not be).
+template <size_t kElement>
+void pack_panels(const unsigned char* source, size_t rows, size_t cols, std::span<const size_t> source_rows,
+                 unsigned char* out) {
   for (size_t n = 0; n < rows; ++n) {
-    T* panel = out + (n / kPanelRows) * cols * kPanelRows + n % kPanelRows;
-    const T* row = source + n * cols;
-    for (size_t k = 0; k < cols; ++k) panel[k * kPanelRows] = row[k];
+    unsigned char* panel = out + ((n / kPanelRows) * cols * kPanelRows + n % kPanelRows) * kElement;
+    const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * cols * kElement;
+    for (size_t k = 0; k < cols; ++k) std::memcpy(panel + k * kPanelRows * kElement, row + k * kElement, kElement);
+  }
+}
+
+// Block b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16.
+void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
+                std::span<const size_t> source_rows, QuantTile* out) {
+  const size_t blocks = cols / kQuantBlock;
+  for (size_t n = 0; n < rows; ++n) {
+    const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
+    const size_t j = n % kPanelRows;
+    for (size_t b = 0; b < blocks; ++b) {
+      const QuantBlock block = read_block(dtype, row + b * dtype_block_bytes(dtype));
+      QuantTile& tile = out[(n / kPanelRows) * blocks + b];
+      tile.d[j] = block.d;
+      tile.m[j] = block.m;
+      for (size_t i = 0; i < kQuantBlock; ++i) tile.q[i][j] = block.q[i];
+    }
   }
 }
 
 }  // namespace
 
-PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const void* source) {
-  const size_t element = dtype_size(dtype);
-  const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
-  const size_t bytes = (panels * kPanelRows * cols * element + 63) / 64 * 64;
+PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const void* source,
+                                std::span<const size_t> source_rows) {
+  const MatrixView shape{dtype, rows, cols, nullptr};
+  const size_t bytes = (shape.panels() * shape.panel_bytes() + 63) / 64 * 64;
   void* storage = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (storage == nullptr) throw std::bad_alloc();
   std::memset(storage, 0, bytes);
-  // The source may be unaligned (safetensors offsets are not): read it through memcpy'd rows.
-  if (element == 4) {
-    std::vector<uint32_t> aligned(rows * cols);
-    std::memcpy(aligned.data(), source, rows * cols * 4);
-    pack_panels(aligned.data(), rows, cols, static_cast<uint32_t*>(storage));
-  } else {
-    std::vector<uint16_t> aligned(rows * cols);
-    std::memcpy(aligned.data(), source, rows * cols * 2);
-    pack_panels(aligned.data(), rows, cols, static_cast<uint16_t*>(storage));
+  const auto* in = static_cast<const unsigned char*>(source);
+  auto* out = static_cast<unsigned char*>(storage);
+  switch (dtype) {
+    case DType::F32: pack_panels<dtype_size(DType::F32)>(in, rows, cols, source_rows, out); break;
+    case DType::F16:
+    case DType::BF16: pack_panels<dtype_size(DType::F16)>(in, rows, cols, source_rows, out); break;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1: pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile*>(storage)); break;
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);

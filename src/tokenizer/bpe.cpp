@@ -40,14 +40,19 @@ void BpeMerger::merge(std::string_view word, std::vector<int32_t>& out, Scratch&
       return;
     }
   }
-  const auto size = static_cast<int32_t>(word.size());
   auto& symbols = scratch.symbols;
   auto& queue = scratch.queue;
-  symbols.resize(word.size());
+  symbols.clear();
   queue.clear();
-  for (int32_t i = 0; i < size; ++i) {
-    symbols[i] = {byte_ids_[static_cast<unsigned char>(word[i])], i - 1, i + 1 < size ? i + 1 : -1};
+  for (const char byte : word) {
+    const int32_t id = byte_ids_[static_cast<unsigned char>(byte)];
+    if (id == kNoToken) continue;
+    const auto at = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, at - 1, -1});
+    if (at > 0) symbols[at - 1].next = at;
   }
+  if (symbols.empty()) return;
+  const auto size = static_cast<int32_t>(symbols.size());
   const auto later = [](const Scratch::QueuedMerge& a, const Scratch::QueuedMerge& b) {
     return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
   };

@@ -23,8 +23,11 @@ class BpeMerger {
   struct Merge {
     int32_t left, right, result;
   };
+  // The byte id of a byte the vocabulary has no token for.
+  static constexpr int32_t kNoToken = -1;
   // `merges` in rank order (rank = index); a later merge of the same pair replaces an earlier
-  // one, as in tokenizers. `byte_ids[b]` is the token of the single byte b. With
+  // one, as in tokenizers. `byte_ids[b]` is the token of the single byte b, or kNoToken: such a
+  // byte is dropped before merging, as tokenizers' BPE without an unk_token does. With
   // `whole_word_ids` non-empty (tokenizers' ignore_merges), a pre-token that is itself a token
   // is taken whole.
   BpeMerger(const std::vector<Merge>& merges, const std::array<int32_t, 256>& byte_ids,

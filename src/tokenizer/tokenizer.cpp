@@ -240,12 +240,7 @@ void Tokenizer::Impl::load_model(const json& model) {
   }
   for (int byte = 0; byte < 256; ++byte) {
     const auto found = id_of_text.find(byte_level::char_of_byte(static_cast<unsigned char>(byte)));
-    if (found == id_of_text.end()) {
-      std::ostringstream message;
-      message << "the vocabulary has no token for byte 0x" << std::hex << byte << ", which byte-level BPE needs";
-      throw Error(message.str());
-    }
-    byte_ids[byte] = found->second;
+    byte_ids[byte] = found == id_of_text.end() ? BpeMerger::kNoToken : found->second;
   }
   std::vector<BpeMerger::Merge> merges;
   const json& merges_json = model.at("merges");
@@ -332,7 +327,8 @@ void Tokenizer::Impl::split_and_merge(std::string_view text, size_t splitter, st
 
 void Tokenizer::Impl::merge_cached(std::string_view word, std::vector<int32_t>& ids) const {
   if (word.size() == 1) {
-    ids.push_back(byte_ids[static_cast<unsigned char>(word[0])]);
+    const int32_t id = byte_ids[static_cast<unsigned char>(word[0])];
+    if (id != BpeMerger::kNoToken) ids.push_back(id);
     return;
   }
   if (word.size() > kMaxCachedWordBytes) {

@@ -108,6 +108,9 @@ TileFn SelectTile(DType dtype, size_t rows, size_t panels) {
     case DType::BF16: return SelectTile<DType::BF16>(rows, panels);
     case DType::F16: return SelectTile<DType::F16>(rows, panels);
     case DType::F32: break;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1: break;  // never here: MatmulBlocked dequantises them to f32 blocks first
   }
   return SelectTile<DType::F32>(rows, panels);
 }
@@ -138,8 +141,33 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
   });
 }
 
+// Quantised weights: dequantises inputs k0 .. k0+block_k (whole blocks of 32) of panel `panel`
+// into position p of the k-major f32 block, lane for lane the arithmetic of dequantize().
+static_assert(kBlockK % kQuantBlock == 0, "blocks of inputs hold whole quantised blocks");
+void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_k, size_t p, size_t panels,
+                     float* block) {
+  const DF d;
+  const hn::Rebind<int32_t, DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const auto bias = hn::Set(di, w.dtype == DType::Q4_0 ? 8 : 0);
+  for (size_t b = k0 / kQuantBlock; b < (k0 + block_k) / kQuantBlock; ++b) {
+    const QuantTile& tile = w.tile(panel, b);
+    for (size_t v = 0; v < kVectorsPerPanel; ++v) {
+      const VF scale = hn::Load(d, tile.d + v * kLanesF);
+      const VF minimum = hn::Load(d, tile.m + v * kLanesF);
+      for (size_t i = 0; i < kQuantBlock; ++i) {
+        const VF q = hn::ConvertTo(d, hn::Sub(hn::PromoteTo(di, hn::LoadU(d8, tile.q[i] + v * kLanesF)), bias));
+        VF value = hn::Mul(scale, q);
+        if (w.dtype == DType::Q4_1) value = hn::Add(value, minimum);
+        hn::Store(value, d, block + ((b * kQuantBlock + i - k0) * panels + p) * kPanelRows + v * kLanesF);
+      }
+    }
+  }
+}
+
 // Many rows (prefill): widen a block of a group's weights to f32 once, k-major across the
 // group's panels, then run every row tile over it. The chains continue across blocks in y.
+// Quantised weights take this path for any number of rows, dequantised a block at a time.
 void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
   const DF d;
   const size_t element = dtype_size(w.dtype);
@@ -152,6 +180,10 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);
         for (size_t p = 0; p < group.panels; ++p) {
+          if (is_quantized(w.dtype)) {
+            DequantizePanel(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
+            continue;
+          }
           const auto* panel = static_cast<const unsigned char*>(w.panel(group.first_panel + p));
           for (size_t k = 0; k < block_k; ++k)
             for (size_t v = 0; v < kVectorsPerPanel; ++v)
@@ -170,7 +202,7 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
 }
 
 void Matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  if (rows <= kDirectRows) return MatmulDirect(x, rows, w, y, threads);
+  if (rows <= kDirectRows && !is_quantized(w.dtype)) return MatmulDirect(x, rows, w, y, threads);
   MatmulBlocked(x, rows, w, y, threads);
 }
 

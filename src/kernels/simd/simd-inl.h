@@ -39,6 +39,9 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
       return hn::PromoteTo(d, hn::LoadU(dh, static_cast<const hwy::float16_t*>(data)));
     }
     case DType::F32: break;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_1: break;  // never here: quantised blocks are read with dequantize_block
   }
   return hn::LoadU(d, static_cast<const float*>(data));
 }

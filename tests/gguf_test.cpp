@@ -17,15 +17,7 @@
 namespace ditto {
 namespace {
 
-template <typename Action>
-void expect_error(Action action, const std::string& fragment) {
-  try {
-    action();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 // ggml type ids.
 constexpr uint32_t kF32 = 0, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ6_K = 14;

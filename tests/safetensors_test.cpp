@@ -14,19 +14,10 @@
 namespace ditto {
 namespace {
 
+using testing::expect_error;
+
 using testing::TestTensor;
 using testing::TinyConfig;
-
-// Expects `action` to throw a ditto::Error whose message contains `fragment`.
-template <typename Action>
-void expect_error(Action action, const std::string& fragment) {
-  try {
-    action();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 std::string write_bytes(const std::string& name, const std::vector<unsigned char>& bytes) {
   const std::string path = testing::temp_dir("st-" + name) + "/model.safetensors";

@@ -48,6 +48,24 @@ TEST(Simd, TheBestTargetIsUsedByDefault) {
   std::printf("\n");
 }
 
+// Packs rows x k weights given as `source` bytes of `dtype` and requires every target and
+// thread count to give the reference's bits for `rows` random input rows.
+void expect_matmul_matches_reference(DType dtype, const std::vector<unsigned char>& source, size_t n, size_t k,
+                                     size_t rows) {
+  const auto w = PackedMatrix::pack(dtype, n, k, source.data());
+  const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
+  std::vector<float> expected(rows * n);
+  ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
+  for_each_target([&] {
+    for (int threads : {1, 3}) {
+      std::vector<float> got(rows * n, -1.0f);
+      kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
+      ASSERT_TRUE(same_bits(got, expected))
+          << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
+    }
+  });
+}
+
 TEST(Simd, MatmulMatchesReference) {
   for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
     for (size_t rows : {1, 2, 3, 5, 8, 9, 17, 33}) {
@@ -56,18 +74,7 @@ TEST(Simd, MatmulMatchesReference) {
         std::vector<unsigned char> source(n * k * dtype_size(dtype));
         const auto values = random_floats(n * k, n * 1000 + k);
         for (size_t i = 0; i < n * k; ++i) store_from_f32(source.data(), dtype, i, values[i]);
-        const auto w = PackedMatrix::pack(dtype, n, k, source.data());
-        const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
-        std::vector<float> expected(rows * n);
-        ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
-        for_each_target([&] {
-          for (int threads : {1, 3}) {
-            std::vector<float> got(rows * n, -1.0f);
-            kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
-            ASSERT_TRUE(same_bits(got, expected))
-                << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
-          }
-        });
+        expect_matmul_matches_reference(dtype, source, n, k, rows);
       }
     }
   }
@@ -87,18 +94,7 @@ TEST(Simd, QuantisedMatmulMatchesReference) {
           std::memcpy(&source[at], &scale, 2);
           if (dtype == DType::Q4_1) std::memcpy(&source[at + 2], &minimum, 2);
         }
-        const auto w = PackedMatrix::pack(dtype, n, k, source.data());
-        const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
-        std::vector<float> expected(rows * n);
-        ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
-        for_each_target([&] {
-          for (int threads : {1, 3}) {
-            std::vector<float> got(rows * n, -1.0f);
-            kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
-            ASSERT_TRUE(same_bits(got, expected))
-                << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
-          }
-        });
+        expect_matmul_matches_reference(dtype, source, n, k, rows);
       }
     }
   }

@@ -56,6 +56,15 @@ void check_attention_shape(const ModelConfig& c, const std::string& source) {
   if (c.head_dim == 0 || c.head_dim % 2 != 0) throw Error(source + ": the head size must be even and positive for RoPE");
 }
 
+bool set_architecture(ModelConfig& config, const std::string& name) {
+  config.architecture_name = name;
+  config.qk_norm = name == "qwen3";
+  if (name == "qwen3") config.architecture = Architecture::Qwen3;
+  else if (name == "llama") config.architecture = Architecture::Llama;
+  else return false;
+  return true;
+}
+
 ModelConfig parse_hf_config(const std::string& json_text) {
   json config;
   try {
@@ -66,16 +75,9 @@ ModelConfig parse_hf_config(const std::string& json_text) {
   if (!config.is_object()) throw Error("config.json must hold a JSON object");
   try {
     ModelConfig c;
-    c.architecture_name = config.value("model_type", std::string());
-    if (c.architecture_name == "qwen3") {
-      c.architecture = Architecture::Qwen3;
-      c.qk_norm = true;
-    } else if (c.architecture_name == "llama") {
-      c.architecture = Architecture::Llama;
-    } else {
+    if (!set_architecture(c, config.value("model_type", std::string())))
       throw Error("config.json: architecture (model_type) '" + c.architecture_name +
                   "' is not supported; ditto runs qwen3 and llama");
-    }
     c.vocab_size = positive_size(config, "vocab_size");
     c.hidden_size = positive_size(config, "hidden_size");
     c.intermediate_size = positive_size(config, "intermediate_size");

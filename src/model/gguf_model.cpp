@@ -51,15 +51,8 @@ std::string hf_tensor_name(const std::string& name) {
 
 ModelConfig gguf_model_config(const GgufFile& gguf) {
   ModelConfig c;
-  c.architecture_name = gguf.get_string("general.architecture");
-  if (c.architecture_name == "qwen3") {
-    c.architecture = Architecture::Qwen3;
-    c.qk_norm = true;
-  } else if (c.architecture_name == "llama") {
-    c.architecture = Architecture::Llama;
-  } else {
+  if (!set_architecture(c, gguf.get_string("general.architecture")))
     throw Error("GGUF architecture '" + c.architecture_name + "' is not supported; ditto runs qwen3 and llama");
-  }
   const std::string arch = c.architecture_name + ".";
   c.layers = positive(gguf, arch + "block_count");
   c.hidden_size = positive(gguf, arch + "embedding_length");

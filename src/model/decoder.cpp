@@ -10,7 +10,7 @@
 namespace ditto {
 
 void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
-                     Logits which, float* logits, int threads, ForwardObserver* observer) {
+                     Logits which, float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   const size_t rows = tokens.size();
@@ -18,10 +18,21 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
 
-  std::vector<float> x(rows * hidden), normed(rows * hidden), projected(rows * hidden);
-  std::vector<float> q(rows * q_width), k(rows * kv_width), v(rows * kv_width), attended(rows * q_width);
-  std::vector<float> gate(rows * c.intermediate_size), up(rows * c.intermediate_size);
-  std::vector<float> cos(rows * c.head_dim / 2), sin(rows * c.head_dim / 2);
+  const auto sized = [](std::vector<float>& buffer, size_t size) -> std::vector<float>& {
+    buffer.resize(size);
+    return buffer;
+  };
+  auto& x = sized(scratch.x, rows * hidden);
+  auto& normed = sized(scratch.normed, rows * hidden);
+  auto& projected = sized(scratch.projected, rows * hidden);
+  auto& q = sized(scratch.q, rows * q_width);
+  auto& k = sized(scratch.k, rows * kv_width);
+  auto& v = sized(scratch.v, rows * kv_width);
+  auto& attended = sized(scratch.attended, rows * q_width);
+  auto& gate = sized(scratch.gate, rows * c.intermediate_size);
+  auto& up = sized(scratch.up, rows * c.intermediate_size);
+  auto& cos = sized(scratch.cos, rows * c.head_dim / 2);
+  auto& sin = sized(scratch.sin, rows * c.head_dim / 2);
   // Tracing (ditto verify --trace): hands the observer intermediates, each `rows` rows of a buffer.
   using Named = std::pair<const char*, const std::vector<float>*>;
   const auto observe = [&](size_t layer, std::initializer_list<Named> outputs) {

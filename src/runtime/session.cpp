@@ -10,6 +10,7 @@ namespace ditto {
 
 struct Session::State {
   KVCache cache;
+  DecoderScratch scratch;
 };
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
@@ -17,7 +18,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
   const ModelConfig& c = model_->config();
   if (options_.capacity == 0) options_.capacity = c.max_positions;
   if (options_.threads < 1) throw Error("the thread count must be at least 1");
-  state_ = std::make_unique<State>(State{KVCache(c.layers, c.kv_heads, c.head_dim, options_.capacity, options_.cache_dtype)});
+  state_ = std::make_unique<State>(State{KVCache(c.layers, c.kv_heads, c.head_dim, options_.capacity, options_.cache_dtype), {}});
 }
 
 Session::~Session() = default;
@@ -33,7 +34,7 @@ std::vector<float> Session::prefill(std::span<const int32_t> tokens, Logits whic
                 std::to_string(options_.capacity) + " positions and " + std::to_string(position_) + " are used");
   const size_t rows = which == Logits::All ? tokens.size() : which == Logits::Last ? 1 : 0;
   std::vector<float> logits(rows * vocab);
-  decoder_forward(*model_, state_->cache, tokens, position_, which, logits.data(), options_.threads,
+  decoder_forward(*model_, state_->cache, tokens, position_, which, logits.data(), options_.threads, state_->scratch,
                   options_.observer);
   position_ += tokens.size();
   return logits;

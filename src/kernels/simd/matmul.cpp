@@ -173,7 +173,8 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
   const size_t element = dtype_size(w.dtype);
   const size_t groups = (w.panels() + kTilePanels - 1) / kTilePanels;
   parallel_for(threads, groups, [&](size_t group_begin, size_t group_end) {
-    const auto block = hwy::AllocateAligned<float>(kBlockK * kTilePanels * kPanelRows);
+    // Kept per thread: a fresh 400 KB buffer per call cost a page fault and zeroing per page.
+    thread_local const auto block = hwy::AllocateAligned<float>(kBlockK * kTilePanels * kPanelRows);
     for (size_t g = group_begin; g < group_end; ++g) {
       const PanelGroup group(w, g);
       const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};

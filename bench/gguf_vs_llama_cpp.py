@@ -17,20 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
 
 import ditto  # noqa: E402
-from ditto_testing.models import smollm2_gguf  # noqa: E402
-
-CHATS = [
-    "What is the capital of France?",
-    "Write a haiku about the sea.",
-    "Explain in one sentence why the sky is blue.",
-    "List three prime numbers greater than 100.",
-    "Translate 'good morning' into Spanish and German.",
-]
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog. The dog",
-    "def fibonacci(n):\n    if n < 2:\n        return n\n",
-    "Once upon a time, in a small village by the mountains, there lived",
-]
+from ditto_testing.models import CHATS, TEXTS, smollm2_gguf  # noqa: E402
 
 
 def margin(logits):

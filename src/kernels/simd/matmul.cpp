@@ -189,8 +189,9 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
       const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
       // The next group's panels are contiguous after this group's: its tiles prefetch them.
       const size_t next_panel = group.first_panel + group.panels;
-      const auto* next = next_panel < w.panels() ? static_cast<const unsigned char*>(w.panel(next_panel)) : nullptr;
-      const size_t next_lines = next ? (static_cast<const unsigned char*>(w.panel(std::min(next_panel + kTilePanels, w.panels()))) - next) / 64 : 0;
+      const size_t next_end = std::min(next_panel + kTilePanels, w.panels());
+      const auto* next = static_cast<const unsigned char*>(w.panel(std::min(next_panel, next_end)));
+      const size_t next_lines = (static_cast<const unsigned char*>(w.panel(next_end)) - next) / 64;
       size_t prefetched = 0;
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);

@@ -76,7 +76,10 @@ void ThreadPool::wait_until(std::condition_variable& sleepers, Ready ready) {
 void ThreadPool::work() {
   uint64_t seen = 0;
   while (true) {
-    wait_until(workers_wake_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    // A worker that arrives late for a run may read the generation of a later run, or of
+    // the stop, as `seen`: so the stop is part of the condition, not only a new generation.
+    wait_until(workers_wake_,
+               [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; });
     if (stopping_.load()) return;
     std::shared_ptr<Job> job;
     {

@@ -55,9 +55,8 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-// Sleeping goes through a mutex and condition variables (std::atomic::wait in GCC 12's
-// library can miss a notification on 64-bit values; this cannot): a waker takes the
-// mutex after changing the value, so a sleeper either sees the change or gets the signal.
+// Sleeping goes through a mutex and condition variables: a waker takes the mutex after
+// changing the value, so a sleeper either sees the change or gets the signal.
 void ThreadPool::wake(std::condition_variable& sleepers) {
   { std::lock_guard<std::mutex> lock(sleep_mutex_); }
   sleepers.notify_all();

@@ -4,7 +4,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "ditto/error.h"
 #include "ditto/tokenizer.h"
 #include "model/gguf.h"
+#include "runtime/token_ids.h"
 
 namespace ditto::cli {
 
@@ -74,21 +74,7 @@ void run_tokenize(const TokenizerOptions& o) {
 void run_detokenize(const TokenizerOptions& o) {
   const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
   std::vector<int32_t> ids = o.ids;
-  if (ids.empty()) {
-    std::istringstream in(read_all(std::cin));
-    std::string word;
-    while (in >> word) {
-      size_t used = 0;
-      int32_t id = -1;
-      try {
-        id = std::stoi(word, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != word.size()) throw Error("'" + word + "' is not a token id");
-      ids.push_back(id);
-    }
-  }
+  if (ids.empty()) ids = parse_token_ids(read_all(std::cin));
   const std::string text = tokenizer.decode(ids, o.skip_special);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::printf("\n");

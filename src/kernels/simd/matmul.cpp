@@ -26,9 +26,7 @@ constexpr size_t kVectorsPerPanel = kPanelRows / kLanesF;
 // Register tile: rows x panels accumulators (24 of 32 zmm on AVX-512, 8 of 16 ymm on AVX2).
 constexpr size_t kTileRows = kLanesF == 16 ? 8 : 4;
 constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
-// Up to this many rows the tiles read the packed weights directly, widening in registers;
-// beyond it, a block of weights is widened to f32 once and reused by every row tile.
-constexpr size_t kDirectRows = 8;
+// Inputs per block of dequantised weights: a group of panels of them fills 400 KB, in L2.
 constexpr size_t kBlockK = 2048;
 
 // Reads or writes the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.
@@ -74,8 +72,7 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
     }
   const auto* base = static_cast<const unsigned char*>(weights.data);
   constexpr size_t kElement = kDtype == DType::F32 ? 4 : 2;
-  for (size_t k = 0; k < inputs; ++k) {
-    if (k < prefetch.lines) hwy::Prefetch(prefetch.start + k * 64);
+  const auto step = [&](size_t k) HWY_ATTR {
     VF w[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
       const size_t element = k * weights.k_stride + (v / kVectorsPerPanel) * weights.panel_stride +
@@ -86,7 +83,14 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
       const VF xr = hn::Set(d, x[r * x_stride + k]);
       for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
     }
+  };
+  // Two loops rather than a branch per input: GCC then keeps every accumulator in a register.
+  const size_t prefetching = std::min(prefetch.lines, inputs);
+  for (size_t k = 0; k < prefetching; ++k) {
+    hwy::Prefetch(prefetch.start + k * 64);
+    step(k);
   }
+  for (size_t k = prefetching; k < inputs; ++k) step(k);
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) {
       const size_t column = v * kLanesF;
@@ -134,7 +138,8 @@ struct PanelGroup {
         valid_columns(std::min(panels * kPanelRows, w.rows - n0)) {}
 };
 
-// Few rows (decode, small chunks): every tile streams the packed weights itself.
+// Dense weights: every tile reads the packed weights itself, widening 16-bit ones in registers
+// (free beside the fmas, and half the bytes of a widened copy).
 void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
   const size_t groups = (w.panels() + kTilePanels - 1) / kTilePanels;
   parallel_for(threads, groups, [&](size_t group_begin, size_t group_end) {
@@ -174,12 +179,9 @@ void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_
   }
 }
 
-// Many rows (prefill): widen a block of a group's weights to f32 once, k-major across the
+// Quantised weights: dequantise a block of a group's weights to f32 once, k-major across the
 // group's panels, then run every row tile over it. The chains continue across blocks in y.
-// Quantised weights take this path for any number of rows, dequantised a block at a time.
 void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  const DF d;
-  const size_t element = dtype_size(w.dtype);
   const size_t groups = (w.panels() + kTilePanels - 1) / kTilePanels;
   parallel_for(threads, groups, [&](size_t group_begin, size_t group_end) {
     // Kept per thread: a fresh 400 KB buffer per call cost a page fault and zeroing per page.
@@ -195,17 +197,8 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
       size_t prefetched = 0;
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);
-        for (size_t p = 0; p < group.panels; ++p) {
-          if (is_quantized(w.dtype)) {
-            DequantizePanel(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
-            continue;
-          }
-          const auto* panel = static_cast<const unsigned char*>(w.panel(group.first_panel + p));
-          for (size_t k = 0; k < block_k; ++k)
-            for (size_t v = 0; v < kVectorsPerPanel; ++v)
-              hn::Store(LoadWidened(d, w.dtype, panel + ((k0 + k) * kPanelRows + v * kLanesF) * element), d,
-                        block.get() + (k * group.panels + p) * kPanelRows + v * kLanesF);
-        }
+        for (size_t p = 0; p < group.panels; ++p)
+          DequantizePanel(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
         for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
           const size_t tile_rows = std::min(kTileRows, rows - m0);
           const Prefetch prefetch{next + prefetched * 64, std::min(block_k, next_lines - prefetched)};
@@ -220,8 +213,8 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
 }
 
 void Matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  if (rows <= kDirectRows && !is_quantized(w.dtype)) return MatmulDirect(x, rows, w, y, threads);
-  MatmulBlocked(x, rows, w, y, threads);
+  if (is_quantized(w.dtype)) return MatmulBlocked(x, rows, w, y, threads);
+  MatmulDirect(x, rows, w, y, threads);
 }
 
 #else

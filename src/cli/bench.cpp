@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -84,9 +85,12 @@ std::vector<int32_t> bench_tokens(size_t count, size_t vocab) {
   return ids;
 }
 
+// The chunk a prefill test runs with: 0, or more than the prompt, means the whole prompt.
+size_t prefill_chunk(size_t chunk, size_t prompt) { return chunk ? std::min(chunk, prompt) : prompt; }
+
 Result run_prefill(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, size_t chunk) {
   const auto tokens = bench_tokens(o.prompt, model->config().vocab_size);
-  const size_t step = chunk ? chunk : o.prompt;
+  const size_t step = prefill_chunk(chunk, o.prompt);
   Result result{"pp" + std::to_string(o.prompt), threads, step, {}};
   Session session(model, {o.prompt, parse_dtype(o.cache_type), threads});
   for (int r = -1; r < o.repetitions; ++r) {  // r = -1 warms up
@@ -120,8 +124,13 @@ std::string weight_types(const Model& model) {
 }
 
 void run_bench(const BenchOptions& o) {
+  if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
   const auto model = Model::load(o.model);
   const ModelConfig& c = model->config();
+  for (const auto& [tokens, flag] : {std::pair{o.prompt, "-p"}, std::pair{o.generate, "-n"}})
+    if (tokens > c.max_positions)
+      throw Error(std::string(flag) + " " + std::to_string(tokens) + " is longer than the model's context (" +
+                  std::to_string(c.max_positions) + " positions)");
   const std::string name = std::filesystem::path(o.model).filename().string() + " " + c.architecture_name + " " +
                            weight_types(*model);
   const double size_gib = double(streamed_weight_bytes(*model)) / double(1ull << 30);
@@ -131,7 +140,7 @@ void run_bench(const BenchOptions& o) {
   for (int threads : o.threads) {
     if (o.prompt > 0)
       for (size_t chunk : o.chunks) {
-        std::fprintf(stderr, "pp%zu, %d threads, chunk %zu...\n", o.prompt, threads, chunk ? chunk : o.prompt);
+        std::fprintf(stderr, "pp%zu, %d threads, chunk %zu...\n", o.prompt, threads, prefill_chunk(chunk, o.prompt));
         results.push_back(run_prefill(model, o, threads, chunk));
       }
     if (o.generate > 0) {
@@ -142,14 +151,25 @@ void run_bench(const BenchOptions& o) {
 
   const double pp_flops = flops_per_token(c, double(o.prompt) / 2.0, 1.0 / double(std::max<size_t>(o.prompt, 1)));
   const double tg_bytes = double(streamed_weight_bytes(*model));
+  // The ceiling of prefill, measured now on each thread count (0 where unknown).
+  std::map<int, double> fma_peak;
+  if (o.prompt > 0)
+    for (int threads : o.threads) fma_peak[threads] = kernels::fma_peak_gflops(threads);
   if (o.output == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const Result& r : results) {
       const bool pp = r.test.rfind("pp", 0) == 0;
-      out.push_back({{"model", name}, {"size_bytes", streamed_weight_bytes(*model)}, {"params", model->parameter_count()},
-                     {"kernels", kernels::target_name()}, {"threads", r.threads}, {"test", r.test}, {"chunk", r.chunk},
-                     {"cache_type", o.cache_type}, {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second},
-                     {pp ? "gflops" : "weight_gbps", pp ? r.mean() * pp_flops / 1e9 : r.mean() * tg_bytes / 1e9}});
+      nlohmann::json row = {{"model", name}, {"size_bytes", streamed_weight_bytes(*model)},
+                            {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
+                            {"threads", r.threads}, {"test", r.test}, {"chunk", r.chunk}, {"cache_type", o.cache_type},
+                            {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second}};
+      if (pp) {
+        row["gflops"] = r.mean() * pp_flops / 1e9;
+        row["fma_peak_gflops"] = fma_peak[r.threads];
+      } else {
+        row["weight_gbps"] = r.mean() * tg_bytes / 1e9;
+      }
+      out.push_back(row);
     }
     std::printf("%s\n", out.dump(2).c_str());
     return;
@@ -161,10 +181,15 @@ void run_bench(const BenchOptions& o) {
                 kernels::target_name().c_str(), r.threads, r.chunk, r.test.c_str(), r.mean(), r.sd());
   std::printf("\n");
   for (const Result& r : results) {
-    if (r.test.rfind("pp", 0) == 0)
-      std::printf("roofline: %s, %d threads, chunk %zu: %.1f GFLOP/s in prefill\n", r.test.c_str(), r.threads, r.chunk,
-                  r.mean() * pp_flops / 1e9);
-    else
+    if (r.test.rfind("pp", 0) == 0) {
+      const double gflops = r.mean() * pp_flops / 1e9, peak = fma_peak[r.threads];
+      std::printf("roofline: %s, %d threads, chunk %zu: %.1f GFLOP/s in prefill", r.test.c_str(), r.threads, r.chunk,
+                  gflops);
+      if (peak > 0)
+        std::printf(", %.0f%% of the f32 fma peak measured on %d threads (%.0f GFLOP/s)", 100.0 * gflops / peak,
+                    r.threads, peak);
+      std::printf("\n");
+    } else
       std::printf("roofline: %s, %d threads: %.1f GB/s of weights streamed in decode\n", r.test.c_str(), r.threads,
                   r.mean() * tg_bytes / 1e9);
   }
@@ -179,8 +204,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens to prefill (0 skips the test)")->capture_default_str();
   cmd->add_option("-n,--n-gen", o->generate, "Tokens to generate (0 skips the test)")->capture_default_str();
   cmd->add_option("-r,--repetitions", o->repetitions, "Timed repetitions of each test, after one warm-up")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated")->delimiter(',')->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(1, 1000000));
+  cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated")
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--chunk", o->chunks, "Prefill chunk sizes, comma-separated; 0 = the whole prompt")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--cache-type", o->cache_type, "KV cache precision: f32, f16 or bf16")

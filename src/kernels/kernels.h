@@ -22,4 +22,8 @@ using ref::rope_angles;
 // The Highway target the kernels run on now (e.g. "AVX3", "AVX2").
 std::string target_name();
 
+// GFLOP/s of independent f32 fmas on `threads` threads of the shared pool: the ceiling of
+// prefill under the numerics contract (best of a few ~10 ms runs). 0 on targets without SIMD fma.
+double fma_peak_gflops(int threads);
+
 }  // namespace ditto::kernels

@@ -1,0 +1,78 @@
+"""`ditto bench` end to end on a small random Qwen3 checkpoint: the tests it runs, its table and
+JSON, and its errors. Only the shape of the report is checked, never a speed: the machine is
+shared, and speed is measured in bench/, not in tests."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from ditto_testing.checkpoints import make_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DITTO = os.path.join(ROOT, "build", "ditto")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bench") / "qwen3"
+    make_checkpoint(str(directory), "qwen3", vocab_size=256, hidden_size=64, intermediate_size=128, layers=2,
+                    heads=4, kv_heads=2, head_dim=16, seed=5)
+    return str(directory)
+
+
+def bench(*args):
+    return subprocess.run([DITTO, "bench", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_json_has_a_row_per_test_thread_count_and_chunk(checkpoint):
+    result = bench("-m", checkpoint, "-p", "24", "-n", "5", "-r", "2", "-t", "1,2", "--chunk", "0,7", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["test"], r["threads"], r["chunk"]) for r in rows] == [
+        ("pp24", 1, 24), ("pp24", 1, 7), ("tg5", 1, 1), ("pp24", 2, 24), ("pp24", 2, 7), ("tg5", 2, 1)]
+    for row in rows:
+        assert len(row["samples_ts"]) == 2 and all(t > 0 for t in row["samples_ts"])
+        assert row["avg_ts"] == pytest.approx(sum(row["samples_ts"]) / 2)
+        assert row["params"] > 0 and row["size_bytes"] > 0 and row["cache_type"] == "f32"
+        if row["test"].startswith("pp"):
+            assert row["gflops"] > 0
+            # The measured ceiling: real fma throughput, far above what a tiny model reaches.
+            if row["kernels"] in ("AVX2", "AVX3", "AVX3_DL", "AVX3_ZEN4", "AVX3_SPR"):
+                assert row["fma_peak_gflops"] > row["gflops"]
+        else:
+            assert row["weight_gbps"] > 0
+
+
+def test_markdown_table_and_roofline_lines(checkpoint):
+    result = bench("-m", checkpoint, "-p", "16", "-n", "3", "-r", "1", "-t", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| model | size | params | backend | threads | chunk | test | t/s |"
+    assert [line.split("|")[7].strip() for line in lines[2:4]] == ["pp16", "tg3"]
+    roofline = [line for line in lines if line.startswith("roofline:")]
+    assert len(roofline) == 2
+    assert "GFLOP/s in prefill" in roofline[0] and "GB/s of weights streamed in decode" in roofline[1]
+
+
+def test_a_chunk_longer_than_the_prompt_is_the_whole_prompt(checkpoint):
+    result = bench("-m", checkpoint, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--chunk", "100", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert [(r["test"], r["chunk"]) for r in json.loads(result.stdout)] == [("pp8", 8)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-m", "/nonexistent/model"], "is not a checkpoint directory"),
+    (["-p", "16", "-n", "0", "--cache-type", "q4"], "--cache-type"),
+    (["-r", "0"], "--repetitions: Value 0 not in range 1"),
+    (["-t", "0"], "--threads: Value 0 not in range 1"),
+    (["-p", "0", "-n", "0"], "nothing to measure"),
+    (["-p", "2000", "-n", "0"], "-p 2000 is longer than the model's context (1024 positions)"),
+])
+def test_bad_input_is_refused_with_a_message(checkpoint, args, message):
+    if "-m" not in args:
+        args = ["-m", checkpoint, *args]
+    result = bench(*args)
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr and "terminate" not in result.stderr

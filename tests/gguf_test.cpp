@@ -9,8 +9,10 @@
 
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "kernels/kernels.h"
 #include "model/gguf.h"
 #include "tensor/matrix.h"
+#include "simd_targets.h"
 #include "tensor/quant.h"
 #include "test_checkpoint.h"
 
@@ -242,6 +244,33 @@ TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
             << dtype_name(dtype) << " chunk " << chunk << " threads " << threads;
       }
     }
+  }
+}
+
+// ... and every SIMD target gives the bits of the scalar reference (the in-register and the
+// blocked dequantisation both: 40 rows whole, then in chunks of 16).
+TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
+  for (DType dtype : {DType::Q4_1, DType::Q4_0, DType::Q8_0}) {
+    const auto model = Model::load(write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
+    std::vector<std::pair<std::string, std::vector<float>>> runs;  // (target and chunk, logits)
+    testing::for_each_target([&] {
+      for (size_t chunk : {size_t(40), size_t(16)}) {
+        Session session(model, {64, DType::F32, 2});
+        std::vector<float> logits;
+        for (size_t at = 0; at < prompt.size(); at += chunk) {
+          const auto part = session.prefill(std::span(prompt).subspan(at, std::min(chunk, prompt.size() - at)),
+                                            Logits::All);
+          logits.insert(logits.end(), part.begin(), part.end());
+        }
+        runs.emplace_back(kernels::target_name() + " chunk " + std::to_string(chunk), std::move(logits));
+      }
+    });
+    ASSERT_GE(runs.size(), 2u);
+    for (const auto& [name, logits] : runs)
+      ASSERT_EQ(std::memcmp(logits.data(), runs.front().second.data(), logits.size() * 4), 0)
+          << dtype_name(dtype) << ": " << name << " differs from " << runs.front().first;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "simd_targets.h"
 #include "tensor/hash.h"
 #include "test_checkpoint.h"
 
@@ -106,14 +107,17 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The bits of the default tiny model, pinned: a change here means ditto computes a different
-// function (or different rounding) than before — on purpose only, with docs/numerics.md.
-TEST(GoldenHash, TinyQwen3LogitsArePinned) {
+// function (or different rounding) than before — on purpose only, with docs/numerics.md. The
+// same on every SIMD target, the scalar reference included.
+TEST(GoldenHash, TinyQwen3LogitsArePinnedOnEveryTarget) {
   const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "golden"));
-  Session session(model, {64, DType::F32, 2});
-  const auto logits = session.prefill(prompt_of(33, TinyConfig{}.vocab), Logits::All);
-  LogitsHash hash;
-  hash.update(logits.data(), logits.size());
-  EXPECT_EQ(hash.hex(), "0cefd75b70cdbd05");
+  testing::for_each_target([&] {
+    Session session(model, {64, DType::F32, 2});
+    const auto logits = session.prefill(prompt_of(33, TinyConfig{}.vocab), Logits::All);
+    LogitsHash hash;
+    hash.update(logits.data(), logits.size());
+    EXPECT_EQ(hash.hex(), "0cefd75b70cdbd05");
+  });
 }
 
 TEST(SessionErrors, TooLongPromptIsRefusedAndTheSessionStaysUsable) {

@@ -10,10 +10,13 @@
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
 #include "runtime/kv_cache.h"
+#include "simd_targets.h"
 #include "test_checkpoint.h"
 
 namespace ditto {
 namespace {
+
+using testing::for_each_target;
 
 std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f) {
   testing::SplitMix64 rng(seed);
@@ -24,20 +27,6 @@ std::vector<float> random_floats(size_t count, uint64_t seed, float scale = 1.0f
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Runs `check` once per SIMD target the CPU supports, with the kernels dispatched to it.
-template <typename Check>
-void for_each_target(Check check) {
-  const auto targets = hwy::SupportedAndGeneratedTargets();
-  ASSERT_FALSE(targets.empty());
-  for (const int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    ASSERT_EQ(kernels::target_name(), hwy::TargetName(target));
-    check();
-  }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 TEST(Simd, TheBestTargetIsUsedByDefault) {

@@ -115,7 +115,8 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 }
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
-// with the scales of their block. Always starts the chains (MatmulDirect runs whole rows). Kept
+// with the scales of their block. Always starts the chains (MatmulDirect runs whole rows) and
+// does not prefetch (decode of quantised weights is bound by the dequantising arithmetic). Kept
 // apart from Tile(): with both loops in one function GCC stored every accumulator to the stack
 // on every input.
 template <size_t R, size_t P, DType kDtype>
@@ -199,6 +200,15 @@ struct PanelGroup {
         valid_columns(std::min(panels * kPanelRows, w.rows - n0)) {}
 };
 
+// The weights of the group after `group` (contiguous after its panels, none after the last): the
+// tiles of this group prefetch them, one line per input, so that they stream in meanwhile.
+Prefetch NextGroup(const MatrixView& w, const PanelGroup& group) {
+  const size_t first = std::min(group.first_panel + group.panels, w.panels());
+  const size_t end = std::min(first + kTilePanels, w.panels());
+  const auto* start = static_cast<const unsigned char*>(w.panel(first));
+  return {start, size_t(static_cast<const unsigned char*>(w.panel(end)) - start) / 64};
+}
+
 // Dense weights, and quantised ones for few rows: every tile reads the packed weights itself,
 // widening 16-bit ones in registers (free beside the fmas, and half the bytes of a widened copy).
 void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
@@ -209,10 +219,14 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
       const PanelSource weights =
           is_quantized(w.dtype) ? PanelSource{w.panel(group.first_panel), w.cols / kQuantBlock, 0}
                                 : PanelSource{w.panel(group.first_panel), w.cols * kPanelRows, kPanelRows};
+      const Prefetch next = NextGroup(w, group);
+      size_t prefetched = 0;
       for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const size_t tile_rows = std::min(kTileRows, rows - m0);
+        const Prefetch prefetch{next.start + prefetched * 64, std::min(w.cols, next.lines - prefetched)};
+        prefetched += prefetch.lines;
         SelectTile(w.dtype, tile_rows, group.panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + group.n0,
-                                                    w.rows, group.valid_columns, true, Prefetch{});
+                                                    w.rows, group.valid_columns, true, prefetch);
       }
     }
   });
@@ -246,11 +260,7 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
     for (size_t g = group_begin; g < group_end; ++g) {
       const PanelGroup group(w, g);
       const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
-      // The next group's panels are contiguous after this group's: its tiles prefetch them.
-      const size_t next_panel = group.first_panel + group.panels;
-      const size_t next_end = std::min(next_panel + kTilePanels, w.panels());
-      const auto* next = static_cast<const unsigned char*>(w.panel(std::min(next_panel, next_end)));
-      const size_t next_lines = (static_cast<const unsigned char*>(w.panel(next_end)) - next) / 64;
+      const Prefetch next = NextGroup(w, group);
       size_t prefetched = 0;
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);
@@ -258,7 +268,7 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
           DequantizePanel(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
         for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
           const size_t tile_rows = std::min(kTileRows, rows - m0);
-          const Prefetch prefetch{next + prefetched * 64, std::min(block_k, next_lines - prefetched)};
+          const Prefetch prefetch{next.start + prefetched * 64, std::min(block_k, next.lines - prefetched)};
           prefetched += prefetch.lines;
           SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
                                                           y + m0 * w.rows + group.n0, w.rows, group.valid_columns,

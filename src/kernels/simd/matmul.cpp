@@ -23,8 +23,8 @@ namespace ditto::HWY_NAMESPACE {
 
 constexpr size_t kLanesF = hn::MaxLanes(DF());
 constexpr size_t kVectorsPerPanel = kPanelRows / kLanesF;
-// Register tile: rows x panels accumulators (24 of 32 zmm on AVX-512, 8 of 16 ymm on AVX2).
-constexpr size_t kTileRows = kLanesF == 16 ? 8 : 4;
+// Register tile: rows x panels accumulators (24 of 32 zmm on AVX-512, 12 of 16 ymm on AVX2).
+constexpr size_t kTileRows = kLanesF == 16 ? 8 : 6;
 constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
 // Quantised weights up to this many rows (decode, small chunks) are dequantised in registers by
 // every tile; with more, a block is dequantised once and shared by the row tiles (measured:

@@ -11,8 +11,8 @@
 #include "ditto/session.h"
 #include "kernels/kernels.h"
 #include "model/gguf.h"
-#include "tensor/matrix.h"
 #include "simd_targets.h"
+#include "tensor/matrix.h"
 #include "tensor/quant.h"
 #include "test_checkpoint.h"
 

@@ -23,7 +23,8 @@ using ref::rope_angles;
 std::string target_name();
 
 // GFLOP/s of independent f32 fmas on `threads` threads of the shared pool: the ceiling of
-// prefill under the numerics contract (best of a few ~10 ms runs). 0 on targets without SIMD fma.
+// prefill under the numerics contract (best of 5 runs of ~15 ms each). 0 on targets without
+// SIMD fma.
 double fma_peak_gflops(int threads);
 
 }  // namespace ditto::kernels

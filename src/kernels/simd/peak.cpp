@@ -21,7 +21,7 @@ namespace ditto::HWY_NAMESPACE {
 
 // Enough independent chains to cover the fma latency on every fma port.
 constexpr size_t kChains = 12;
-constexpr size_t kSteps = size_t(1) << 20;
+constexpr size_t kSteps = size_t(1) << 22;  // 50 million vector fmas per thread and run
 
 // Runs kSteps fmas on each of kChains registers; returns a sum that the caller keeps, so that
 // the compiler cannot drop the work.

@@ -1,8 +1,8 @@
 """ditto and llama.cpp side by side on the same Qwen3-0.6B-shaped weights, in one run.
 
-Makes the checkpoint (random weights, BF16 and F16; bench/make_qwen3_0.6b.py), writes the same
+Makes the checkpoint (random weights, BF16 and F16; bench/make_qwen3_0_6b.py), writes the same
 weights as GGUF for llama.cpp (llama-cpp-python, built natively from PyPI), then measures on
-the same machine, the same threads, alternating the engines:
+the same machine and threads, for each weight type ditto and then llama.cpp:
   pp512 whole-prompt prefill, pp512 in 16-token chunks, tg128 decode,
 and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repetitions are
 timed separately and the medians reported: the machine is shared and noisy.

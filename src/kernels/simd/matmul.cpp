@@ -219,8 +219,8 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
       const PanelSource weights =
           is_quantized(w.dtype) ? PanelSource{w.panel(group.first_panel), w.cols / kQuantBlock, 0}
                                 : PanelSource{w.panel(group.first_panel), w.cols * kPanelRows, kPanelRows};
-      // Only where a group has several row tiles: with one (decode), the prefetched lines
-      // evicted the group's own from L1 and decode got 16% slower.
+      // Only where a group has several row tiles: with one (decode), prefetching made decode
+      // 16% slower, most likely by evicting the group's own lines from L1.
       const Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
       size_t prefetched = 0;
       for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {

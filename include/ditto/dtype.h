@@ -60,8 +60,8 @@ inline uint16_t f32_to_bf16(float value) {
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float value);
 
-// Reads element i of a row stored in a dense `dtype` and widens it to f32 exactly (rows of
-// quantised blocks are read with ref::dequantize_row, kernels/ref/quant.h).
+// Reads element i of a row stored in a dense `dtype` and widens it to f32 exactly (quantised
+// entries are read with dequantize(), src/tensor/quant.h).
 inline float load_as_f32(const void* data, DType dtype, size_t i) {
   switch (dtype) {
     case DType::F32: return static_cast<const float*>(data)[i];

@@ -120,12 +120,13 @@ void run_verify(const VerifyOptions& o) {
   const auto& prompts = prompt_set.ids;
   const auto oracle = o.oracle.empty() ? std::vector<std::vector<int32_t>>() : read_token_id_rows(o.oracle, "oracle row");
   verify::check_oracle(oracle, prompts.size(), o.predict);
+  const std::vector<int> thread_counts = verify::parse_threads(o.threads);
   std::vector<verify::Config> configs;
   for (const size_t chunk : verify::parse_modes(o.modes))
-    for (const int threads : verify::parse_threads(o.threads)) configs.push_back({chunk, threads});
+    for (const int threads : thread_counts) configs.push_back({chunk, threads});
 
   const PromptFile prompt_file(prompts);
-  const bool with_threads = verify::parse_threads(o.threads).size() > 1;
+  const bool with_threads = thread_counts.size() > 1;
   verify::Runs runs(configs.size(), std::vector<std::vector<verify::PromptRun>>(o.runs));
   for (size_t r = 0; r < o.runs; ++r) {
     for (size_t c = 0; c < configs.size(); ++c) {

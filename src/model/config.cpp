@@ -1,5 +1,9 @@
 #include "model/config.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "ditto/error.h"
@@ -54,6 +58,14 @@ void check_attention_shape(const ModelConfig& c, const std::string& source) {
     throw Error(source + ": num_attention_heads (GGUF: attention.head_count) must be a multiple of "
                          "num_key_value_heads (attention.head_count_kv)");
   if (c.head_dim == 0 || c.head_dim % 2 != 0) throw Error(source + ": the head size must be even and positive for RoPE");
+}
+
+ModelConfig load_hf_config(const std::string& directory) {
+  std::ifstream in(std::filesystem::path(directory) / "config.json");
+  if (!in) throw Error("'" + directory + "' has no readable config.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str());
 }
 
 bool set_architecture(ModelConfig& config, const std::string& name) {

@@ -8,6 +8,8 @@ namespace ditto {
 // Reads a Hugging Face config.json. Refuses, with a message naming it, anything the
 // decoder does not implement (another architecture, rope scaling, biases, sliding window).
 ModelConfig parse_hf_config(const std::string& json_text);
+// parse_hf_config of the config.json in checkpoint `directory`.
+ModelConfig load_hf_config(const std::string& directory);
 
 // Sets the architecture and what follows from it (Qwen3's q/k norm) from its name, as both
 // config.json's model_type and GGUF's general.architecture spell it. False if unknown.

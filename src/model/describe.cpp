@@ -1,7 +1,6 @@
 #include "model/describe.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -74,12 +73,8 @@ Rows describe_gguf(const std::string& path) {
 
 Rows describe_checkpoint(const std::string& directory) {
   namespace fs = std::filesystem;
-  std::ifstream in(fs::path(directory) / "config.json");
-  if (!in) throw Error("'" + directory + "' has no readable config.json");
-  std::ostringstream text;
-  text << in.rdbuf();
   Rows rows = {{"format", "Hugging Face checkpoint (config.json, safetensors)"}};
-  add_config(rows, parse_hf_config(text.str()));
+  add_config(rows, load_hf_config(directory));
   const TensorStore store = load_safetensors_checkpoint(directory);
   add_tensors(
       rows, store.tensors(), [](const auto& entry) { return dtype_name(entry.second.dtype); },

@@ -168,12 +168,6 @@ float GgufFile::get_float(const std::string& key) const {
   return float(value.numbers[0]);
 }
 
-bool GgufFile::get_bool(const std::string& key) const {
-  const GgufValue& value = find_value(*this, key);
-  if (value.type != GgufType::Bool) throw Error("GGUF metadata '" + key + "' is not a bool");
-  return value.numbers[0] != 0.0;
-}
-
 const std::string& GgufFile::get_string(const std::string& key) const {
   const GgufValue& value = find_value(*this, key);
   if (value.type != GgufType::String) throw Error("GGUF metadata '" + key + "' is not a string");

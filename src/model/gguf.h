@@ -53,7 +53,6 @@ struct GgufFile {
   // another type.
   uint64_t get_uint(const std::string& key) const;
   float get_float(const std::string& key) const;
-  bool get_bool(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
   const std::vector<std::string>& get_string_array(const std::string& key) const;
   const std::vector<double>& get_number_array(const std::string& key) const;

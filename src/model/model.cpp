@@ -1,8 +1,6 @@
 #include "ditto/model.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "ditto/error.h"
 #include "model/config.h"
@@ -44,11 +42,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path) {
   if (fs::is_regular_file(path)) return load_gguf(path);
   if (!fs::is_directory(path))
     throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights) nor a GGUF file");
-  std::ifstream in(fs::path(path) / "config.json");
-  if (!in) throw Error("'" + path + "' has no readable config.json");
-  std::ostringstream text;
-  text << in.rdbuf();
-  ModelConfig config = parse_hf_config(text.str());
+  ModelConfig config = load_hf_config(path);
   const TensorStore store = load_safetensors_checkpoint(path);
   auto weights = pack_hf_weights(store, config);
   return std::make_shared<Model>(std::move(config), std::move(weights));

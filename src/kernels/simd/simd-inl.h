@@ -41,7 +41,7 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
     case DType::F32: break;
     case DType::Q8_0:
     case DType::Q4_0:
-    case DType::Q4_1: break;  // never here: quantised blocks are read with dequantize_block
+    case DType::Q4_1: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
   }
   return hn::LoadU(d, static_cast<const float*>(data));
 }

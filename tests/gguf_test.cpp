@@ -15,145 +15,20 @@
 #include "tensor/matrix.h"
 #include "tensor/quant.h"
 #include "test_checkpoint.h"
+#include "test_gguf.h"
 
 namespace ditto {
 namespace {
 
 using testing::expect_error;
-
-// ggml type ids.
-constexpr uint32_t kF32 = 0, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ6_K = 14;
-
-uint32_t ggml_type(DType dtype) {
-  switch (dtype) {
-    case DType::Q8_0: return kQ8_0;
-    case DType::Q4_0: return kQ4_0;
-    case DType::Q4_1: return kQ4_1;
-    default: return kF32;
-  }
-}
-
-// Random blocks of a quantised type with sane scales (|d| and m of order 2^-6, finite).
-std::vector<unsigned char> random_blocks(DType dtype, size_t values, uint64_t seed) {
-  testing::SplitMix64 rng(seed);
-  std::vector<unsigned char> bytes(dtype_bytes(dtype, values));
-  for (auto& b : bytes) b = uint8_t(rng.next());
-  for (size_t at = 0; at < bytes.size(); at += dtype_block_bytes(dtype)) {
-    const uint16_t d = f32_to_f16(rng.uniform(1.0f / 64));
-    std::memcpy(&bytes[at], &d, 2);
-    if (dtype == DType::Q4_1) {
-      const uint16_t m = f32_to_f16(rng.uniform(1.0f / 64));
-      std::memcpy(&bytes[at + 2], &m, 2);
-    }
-  }
-  return bytes;
-}
-
-// Writes GGUF version 3 files.
-class GgufWriter {
- public:
-  void u32(const std::string& key, uint32_t v) { entry(key, 4), put(v); }
-  void f32(const std::string& key, float v) { entry(key, 6), put(v); }
-  void str(const std::string& key, const std::string& v) { entry(key, 8), put_string(v); }
-  void strings(const std::string& key, const std::vector<std::string>& v) {
-    entry(key, 9), put(uint32_t(8)), put(uint64_t(v.size()));
-    for (const auto& s : v) put_string(s);
-  }
-  void tensor(const std::string& name, uint32_t type, std::vector<uint64_t> ne, std::vector<unsigned char> data) {
-    tensors_.push_back({name, type, std::move(ne), std::move(data)});
-  }
-
-  std::vector<unsigned char> bytes() const {
-    GgufWriter out;
-    out.put(uint32_t(0x46554747)), out.put(uint32_t(3)), out.put(uint64_t(tensors_.size())), out.put(kv_count_);
-    out.raw_.insert(out.raw_.end(), raw_.begin(), raw_.end());
-    uint64_t offset = 0;
-    for (const auto& t : tensors_) {
-      out.put_string(t.name), out.put(uint32_t(t.ne.size()));
-      for (uint64_t d : t.ne) out.put(d);
-      out.put(t.type), out.put(offset);
-      offset += (t.data.size() + 31) / 32 * 32;
-    }
-    out.raw_.resize((out.raw_.size() + 31) / 32 * 32);
-    for (const auto& t : tensors_) {
-      out.raw_.insert(out.raw_.end(), t.data.begin(), t.data.end());
-      out.raw_.resize((out.raw_.size() + 31) / 32 * 32);
-    }
-    return out.raw_;
-  }
-
- private:
-  struct Tensor {
-    std::string name;
-    uint32_t type;
-    std::vector<uint64_t> ne;
-    std::vector<unsigned char> data;
-  };
-  template <typename T>
-  void put(T v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(&v);
-    raw_.insert(raw_.end(), p, p + sizeof(T));
-  }
-  void put_string(const std::string& s) {
-    put(uint64_t(s.size()));
-    raw_.insert(raw_.end(), s.begin(), s.end());
-  }
-  void entry(const std::string& key, uint32_t type) {
-    put_string(key), put(type);
-    ++kv_count_;
-  }
-  std::vector<unsigned char> raw_;
-  std::vector<Tensor> tensors_;
-  uint64_t kv_count_ = 0;
-};
-
-// A tiny llama model: hidden 64, 4 heads of 16 (2 kv heads), MLP 96, vocab 80, 2 layers;
-// matrices in `dtype`, the embedding in Q8_0, untied output in `dtype`.
-GgufWriter tiny_llama(DType dtype) {
-  GgufWriter g;
-  g.str("general.architecture", "llama");
-  g.u32("llama.block_count", 2);
-  g.u32("llama.context_length", 256);
-  g.u32("llama.embedding_length", 64);
-  g.u32("llama.feed_forward_length", 96);
-  g.u32("llama.attention.head_count", 4);
-  g.u32("llama.attention.head_count_kv", 2);
-  g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  g.f32("llama.rope.freq_base", 10000.0f);
-  g.u32("tokenizer.ggml.eos_token_id", 2);
-  uint64_t seed = 1;
-  const auto matrix = [&](const std::string& name, DType type, uint64_t cols, uint64_t rows) {
-    g.tensor(name, ggml_type(type), {cols, rows}, random_blocks(type, cols * rows, seed++));
-  };
-  const auto ones = [&](const std::string& name, uint64_t n) {
-    std::vector<float> values(n, 1.0f);
-    std::vector<unsigned char> bytes(n * 4);
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    g.tensor(name, kF32, {n}, bytes);
-  };
-  matrix("token_embd.weight", DType::Q8_0, 64, 80);
-  for (int l = 0; l < 2; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    ones(b + "attn_norm.weight", 64);
-    matrix(b + "attn_q.weight", dtype, 64, 64);
-    matrix(b + "attn_k.weight", dtype, 64, 32);
-    matrix(b + "attn_v.weight", dtype, 64, 32);
-    matrix(b + "attn_output.weight", dtype, 64, 64);
-    ones(b + "ffn_norm.weight", 64);
-    matrix(b + "ffn_gate.weight", dtype, 64, 96);
-    matrix(b + "ffn_up.weight", dtype, 64, 96);
-    matrix(b + "ffn_down.weight", dtype, 96, 64);
-  }
-  ones("output_norm.weight", 64);
-  matrix("output.weight", dtype, 64, 80);
-  return g;
-}
-
-std::string write_gguf(const std::string& name, const std::vector<unsigned char>& bytes) {
-  const std::string path = testing::temp_dir("gguf-" + name) + "/model.gguf";
-  testing::write_file(path, bytes);
-  return path;
-}
+using testing::GgufWriter;
+using testing::kF32;
+using testing::kQ4_0;
+using testing::kQ4_1;
+using testing::kQ6_K;
+using testing::kQ8_0;
+using testing::random_blocks;
+using testing::tiny_llama;
 
 GgufFile parse(const std::vector<unsigned char>& bytes) {
   return parse_gguf(std::as_bytes(std::span(bytes)), "test.gguf");
@@ -225,7 +100,7 @@ TEST(Gguf, ReadsMetadataAndTensors) {
 // bits of the whole-prompt run.
 TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
   for (DType dtype : {DType::Q4_1, DType::Q4_0, DType::Q8_0}) {
-    const auto model = Model::load(write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
+    const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
     Session whole(model, {64, DType::F32, 1});
@@ -251,7 +126,7 @@ TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
 // blocked dequantisation both: 40 rows whole, then in chunks of 16).
 TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
   for (DType dtype : {DType::Q4_1, DType::Q4_0, DType::Q8_0}) {
-    const auto model = Model::load(write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
+    const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
     std::vector<std::pair<std::string, std::vector<float>>> runs;  // (target and chunk, logits)
@@ -284,7 +159,7 @@ TEST(GgufErrors, WrongMagicVersionOrTruncation) {
   expect_error([&] { parse(bad); }, "GGUF version 1 is not supported");
   for (size_t size : {size_t(3), size_t(10), size_t(30), size_t(500), bytes.size() / 2, bytes.size() - 1})
     EXPECT_THROW(parse(std::vector<unsigned char>(bytes.begin(), bytes.begin() + ptrdiff_t(size))), Error) << size;
-  expect_error([&] { Model::load(write_gguf("truncated", std::vector<unsigned char>(bytes.begin(), bytes.end() - 40))); },
+  expect_error([&] { Model::load(testing::write_gguf("truncated", std::vector<unsigned char>(bytes.begin(), bytes.end() - 40))); },
                "runs past the end of the file");
 }
 
@@ -336,13 +211,13 @@ TEST(GgufErrors, ModelsDittoDoesNotRun) {
   expect_error([&] { parse(other.bytes()); }, "appears twice");
   GgufWriter scaling = tiny_llama(DType::Q4_1);
   scaling.str("llama.rope.scaling.type", "yarn");
-  expect_error([&] { Model::load(write_gguf("yarn", scaling.bytes())); }, "rope scaling of type 'yarn'");
+  expect_error([&] { Model::load(testing::write_gguf("yarn", scaling.bytes())); }, "rope scaling of type 'yarn'");
   GgufWriter extra = tiny_llama(DType::Q4_1);
   extra.tensor("blk.0.attn_q.bias", kF32, {64}, std::vector<unsigned char>(256, 0));
-  expect_error([&] { Model::load(write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a decoder");
+  expect_error([&] { Model::load(testing::write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a decoder");
   GgufWriter missing;
   missing.str("general.architecture", "llama");
-  expect_error([&] { Model::load(write_gguf("missing", missing.bytes())); }, "no metadata 'llama.block_count'");
+  expect_error([&] { Model::load(testing::write_gguf("missing", missing.bytes())); }, "no metadata 'llama.block_count'");
 }
 
 }  // namespace

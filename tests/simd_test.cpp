@@ -9,7 +9,6 @@
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
-#include "runtime/kv_cache.h"
 #include "simd_targets.h"
 #include "test_checkpoint.h"
 
@@ -139,6 +138,39 @@ TEST(Simd, SiluMulMatchesReferenceIncludingExtremes) {
   });
 }
 
+// A paged cache for kernel tests: `sequences` sequences of `lengths[i]` positions with random
+// keys and values, their blocks scattered over the pool in a shuffled order.
+struct PagedCache {
+  std::vector<unsigned char> k, v;
+  ref::KVLayerView view;
+  std::vector<std::vector<uint32_t>> tables;
+
+  PagedCache(DType dtype, size_t kv_heads, size_t head_dim, size_t block_size, const std::vector<size_t>& lengths,
+             uint64_t seed) {
+    size_t blocks = 0;
+    for (size_t length : lengths) blocks += (length + block_size - 1) / block_size;
+    std::vector<uint32_t> order(blocks);
+    for (size_t b = 0; b < blocks; ++b) order[b] = uint32_t(b);
+    testing::SplitMix64 rng(seed);
+    for (size_t b = blocks; b > 1; --b) std::swap(order[b - 1], order[rng.next() % b]);
+    view = {dtype, kv_heads, head_dim, block_size, nullptr, nullptr};
+    k.resize(blocks * view.block_bytes());
+    v.resize(blocks * view.block_bytes());
+    view.k = k.data();
+    view.v = v.data();
+    size_t next = 0;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      tables.emplace_back(order.begin() + ptrdiff_t(next), order.begin() + ptrdiff_t(next + (lengths[s] + block_size - 1) / block_size));
+      next += tables.back().size();
+      const auto keys = random_floats(lengths[s] * kv_heads * head_dim, seed + 2 * s, 3.0f);
+      const auto values = random_floats(lengths[s] * kv_heads * head_dim, seed + 2 * s + 1, 2.0f);
+      for (size_t p = 0; p < lengths[s]; ++p)
+        view.write(tables[s][p / block_size], p % block_size, &keys[p * kv_heads * head_dim],
+                   &values[p * kv_heads * head_dim]);
+    }
+  }
+};
+
 TEST(Simd, AttentionMatchesReference) {
   struct Shape {
     size_t heads, kv_heads, head_dim, first_pos, rows;
@@ -146,26 +178,48 @@ TEST(Simd, AttentionMatchesReference) {
   for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
     for (Shape s : {Shape{1, 1, 16, 0, 1}, Shape{4, 2, 64, 0, 37}, Shape{8, 2, 128, 19, 13}, Shape{3, 1, 32, 100, 1},
                     Shape{2, 2, 24, 5, 7}, Shape{6, 3, 48, 16, 17}}) {
-      const size_t capacity = s.first_pos + s.rows + 3;
-      KVCache cache(1, s.kv_heads, s.head_dim, capacity, cache_dtype);
-      const size_t kv_width = s.kv_heads * s.head_dim;
-      const auto keys = random_floats((s.first_pos + s.rows) * kv_width, 11, 3.0f);
-      const auto values = random_floats((s.first_pos + s.rows) * kv_width, 12, 2.0f);
-      for (size_t p = 0; p < s.first_pos + s.rows; ++p) cache.write(0, p, &keys[p * kv_width], &values[p * kv_width]);
-      const auto q = random_floats(s.rows * s.heads * s.head_dim, 13, 3.0f);
-      std::vector<float> expected(q.size());
-      ref::attention(q.data(), s.rows, s.first_pos, cache.layer(0), s.heads, s.kv_heads, s.head_dim, expected.data(), 1);
-      for_each_target([&] {
-        for (int threads : {1, 2, 4}) {
-          std::vector<float> got(q.size());
-          kernels::attention(q.data(), s.rows, s.first_pos, cache.layer(0), s.heads, s.kv_heads, s.head_dim, got.data(),
-                             threads);
-          ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
-                                                << s.head_dim << " rows " << s.rows << " threads " << threads;
-        }
-      });
+      for (size_t block_size : {1, 5, 16}) {
+        // Two sequences: one prefilling `rows` rows after first_pos, one decoding at a prime depth.
+        const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, block_size, {s.first_pos + s.rows, 23}, 11);
+        std::vector<ref::AttentionRow> rows;
+        for (size_t t = 0; t < s.rows; ++t) rows.push_back({cache.tables[0].data(), s.first_pos + t});
+        rows.push_back({cache.tables[1].data(), 22});
+        const auto q = random_floats(rows.size() * s.heads * s.head_dim, 13, 3.0f);
+        std::vector<float> expected(q.size());
+        ref::attention(q.data(), rows, cache.view, s.heads, expected.data(), 1);
+        for_each_target([&] {
+          for (int threads : {1, 2, 4}) {
+            std::vector<float> got(q.size());
+            kernels::attention(q.data(), rows, cache.view, s.heads, got.data(), threads);
+            ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
+                                                  << s.head_dim << " rows " << s.rows << " block " << block_size
+                                                  << " threads " << threads;
+          }
+        });
+      }
     }
   }
+}
+
+// Where a sequence's positions lie in the pool, and the block size, change no bit: the order
+// of every reduction is the order of positions.
+TEST(Simd, AttentionDoesNotDependOnWhereBlocksLie) {
+  const size_t heads = 4, kv_heads = 2, head_dim = 32, length = 41;
+  const auto q = random_floats(heads * head_dim, 21, 3.0f);
+  std::vector<float> first;
+  for (size_t block_size : {1, 3, 8, 41, 64})
+    // Sequence 0 has the same keys and values in both caches; a second sequence scatters its
+    // blocks elsewhere.
+    for (const std::vector<size_t>& lengths : {std::vector<size_t>{length}, std::vector<size_t>{length, 7, length}}) {
+      const PagedCache cache(DType::F32, kv_heads, head_dim, block_size, lengths, 11);
+      const ref::AttentionRow row{cache.tables[0].data(), length - 1};
+      std::vector<float> out(q.size());
+      for_each_target([&] {
+        kernels::attention(q.data(), std::span(&row, 1), cache.view, heads, out.data(), 2);
+        if (first.empty()) first = out;
+        ASSERT_TRUE(same_bits(out, first)) << "block size " << block_size << ", sequences " << lengths.size();
+      });
+    }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace ditto {
 
@@ -47,6 +49,17 @@ class Model {
  private:
   ModelConfig config_;
   std::unique_ptr<ModelWeights> weights_;
+};
+
+// Sees the intermediates of every forward pass (for `ditto verify --trace`). Optional: a
+// forward pass without one pays nothing.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  // `operation` of `layer` produced `positions.size()` rows of `width` floats, row t for
+  // position positions[t] of its sequence. Called in the order the decoder computes them.
+  virtual void observe(size_t layer, std::string_view operation, std::span<const size_t> positions, const float* data,
+                       size_t width) = 0;
 };
 
 }  // namespace ditto

@@ -2,24 +2,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "ditto/dtype.h"
 #include "ditto/model.h"
 
 namespace ditto {
-
-// Sees the intermediates of every forward pass (for `ditto verify --trace`). Optional: a
-// session without one pays nothing.
-class ForwardObserver {
- public:
-  virtual ~ForwardObserver() = default;
-  // `operation` of `layer` produced `rows` rows of `width` floats, row t for position
-  // first_pos + t. Called in the order the decoder computes them.
-  virtual void observe(size_t layer, std::string_view operation, size_t first_pos, const float* data, size_t rows,
-                       size_t width) = 0;
-};
 
 struct SessionOptions {
   size_t capacity = 0;          // KV cache positions; 0 means the model's max_positions
@@ -31,8 +19,8 @@ struct SessionOptions {
 // Which positions of a prefill call get logits.
 enum class Logits { None, Last, All };
 
-// One sequence's state: a KV cache and the number of positions written into it.
-// prefill() writes the new positions into the cache, then attends over the cache up to
+// One sequence: the simple API on top of BatchEngine (ditto/batch.h), with a KV cache of
+// `capacity` positions. prefill() writes the new positions into the cache, then attends over the cache up to
 // them (update, then fetch, at cache precision), so logits are bitwise the same whatever
 // the chunking, the thread count or whether a position came from prefill or decode.
 class Session {
@@ -49,9 +37,9 @@ class Session {
   // prefill() of one token, returning its logits.
   std::vector<float> decode(int32_t token);
 
-  size_t position() const { return position_; }
+  size_t position() const;
   size_t capacity() const { return options_.capacity; }
-  void reset() { position_ = 0; }
+  void reset();  // starts the sequence over, empty
   const Model& model() const { return *model_; }
 
  private:
@@ -59,7 +47,6 @@ class Session {
   std::shared_ptr<const Model> model_;
   SessionOptions options_;
   std::unique_ptr<State> state_;
-  size_t position_ = 0;
 };
 
 }  // namespace ditto

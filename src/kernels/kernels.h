@@ -12,8 +12,8 @@ void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int thre
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
-void attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayerView& cache, size_t heads,
-               size_t kv_heads, size_t head_dim, float* out, int threads);
+void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
+               float* out, int threads);
 
 // Not on the hot path: the reference serves.
 using ref::embedding_row;

@@ -9,11 +9,11 @@
 
 namespace ditto {
 
-void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
-                     Logits which, float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
+void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache, const ForwardRows& batch,
+                     float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
-  const size_t rows = tokens.size();
+  const size_t rows = batch.tokens.size();
   const size_t hidden = c.hidden_size;
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
@@ -38,12 +38,13 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
   const auto observe = [&](size_t layer, std::initializer_list<Named> outputs) {
     if (!observer) return;
     for (const auto& [name, values] : outputs)
-      observer->observe(layer, name, first_pos, values->data(), rows, values->size() / rows);
+      observer->observe(layer, name, batch.positions, values->data(), values->size() / rows);
   };
 
   for (size_t t = 0; t < rows; ++t) {
-    kernels::embedding_row(w.embedding.view(), size_t(tokens[t]), &x[t * hidden]);
-    kernels::rope_angles(c.rope_theta, c.head_dim, first_pos + t, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
+    kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
+    kernels::rope_angles(c.rope_theta, c.head_dim, batch.positions[t], &cos[t * c.head_dim / 2],
+                         &sin[t * c.head_dim / 2]);
   }
   observe(0, {{"embedding", &x}});
 
@@ -60,11 +61,10 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
     for (size_t t = 0; t < rows; ++t) {
       kernels::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
       kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * c.head_dim / 2], &sin[t * c.head_dim / 2]);
-      cache.write(l, first_pos + t, &k[t * kv_width], &v[t * kv_width]);
+      cache[l].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
-    // Update, then fetch: attention reads this chunk's keys and values back from the cache.
-    kernels::attention(q.data(), rows, first_pos, cache.layer(l), c.heads, c.kv_heads, c.head_dim, attended.data(),
-                   threads);
+    // Update, then fetch: attention reads this pass's keys and values back from the cache.
+    kernels::attention(q.data(), batch.attention, cache[l], c.heads, attended.data(), threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
     // q and k as attention read them: after their norm (Qwen3) and RoPE.
@@ -80,11 +80,10 @@ void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t
     observe(l, {{"mlp_norm", &normed}, {"up", &up}, {"silu_mul", &gate}, {"down", &projected}, {"mlp_residual", &x}});
   }
 
-  if (which == Logits::None) return;
-  const size_t first_row = which == Logits::Last ? rows - 1 : 0;
-  const size_t logit_rows = rows - first_row;
-  kernels::rmsnorm(&x[first_row * hidden], logit_rows, hidden, w.final_norm.data(), c.rms_norm_eps, normed.data());
-  kernels::matmul(normed.data(), logit_rows, w.output_matrix(), logits, threads);
+  if (batch.logit_rows.empty()) return;
+  for (size_t i = 0; i < batch.logit_rows.size(); ++i)
+    kernels::rmsnorm(&x[batch.logit_rows[i] * hidden], 1, hidden, w.final_norm.data(), c.rms_norm_eps, &normed[i * hidden]);
+  kernels::matmul(normed.data(), batch.logit_rows.size(), w.output_matrix(), logits, threads);
 }
 
 }  // namespace ditto

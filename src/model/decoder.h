@@ -4,23 +4,38 @@
 #include <vector>
 
 #include "ditto/model.h"
-#include "ditto/session.h"
-#include "runtime/kv_cache.h"
+#include "kernels/ref/kernels.h"
 
 namespace ditto {
 
-// The buffers of one forward pass. A session keeps them, so that its calls reuse the memory
+// The buffers of one forward pass. The caller keeps them, so that its calls reuse the memory
 // instead of having the OS map and zero fresh pages every time.
 struct DecoderScratch {
   std::vector<float> x, normed, projected, q, k, v, attended, gate, up, cos, sin;
 };
 
-// Runs `tokens` at positions first_pos, first_pos + 1, ... through the decoder: writes
-// their keys and values into `cache`, attends over the cache, and stores the logits of the
-// rows `which` asks for into `logits` (rows x vocab). Tokens and room are checked by the caller.
+// Where a row's keys and values go in the paged cache.
+struct KVSlot {
+  uint32_t block;
+  uint32_t slot;
+};
+
+// The rows of one forward pass. Rows may come from different sequences: each carries its
+// token, its position, the cache slot its keys and values are written to and, for attention,
+// its sequence's block table. Nothing a row computes depends on the other rows.
+struct ForwardRows {
+  std::span<const int32_t> tokens;
+  std::span<const size_t> positions;
+  std::span<const KVSlot> kv_slots;
+  std::span<const ref::AttentionRow> attention;  // blocks of the row's sequence; position as above
+  std::span<const size_t> logit_rows;            // rows whose logits are wanted, in this order
+};
+
+// Runs the rows through the decoder: writes their keys and values into the cache (one view
+// per layer), attends over the cache, and stores the logits of logit_rows into `logits`
+// (logit_rows.size() x vocab). Tokens, positions and cache room are checked by the caller.
 // An observer, if given, sees the intermediates of every layer.
-void decoder_forward(const Model& model, KVCache& cache, std::span<const int32_t> tokens, size_t first_pos,
-                     Logits which, float* logits, int threads, DecoderScratch& scratch,
-                     ForwardObserver* observer = nullptr);
+void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache, const ForwardRows& rows,
+                     float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer = nullptr);
 
 }  // namespace ditto

@@ -2,42 +2,61 @@
 
 #include <string>
 
+#include "ditto/batch.h"
 #include "ditto/error.h"
-#include "model/decoder.h"
-#include "runtime/kv_cache.h"
 
 namespace ditto {
 
+namespace {
+
+constexpr size_t kSessionBlock = 16;
+
+BatchOptions batch_options(const ModelConfig& config, const SessionOptions& o) {
+  BatchOptions batch;
+  const size_t capacity = o.capacity ? o.capacity : config.max_positions;
+  batch.kv_blocks = (capacity + kSessionBlock - 1) / kSessionBlock;
+  batch.block_size = kSessionBlock;
+  batch.cache_dtype = o.cache_dtype;
+  batch.threads = o.threads;
+  batch.prefix_cache = false;  // one sequence, fed in full: nothing to reuse
+  batch.observer = o.observer;
+  return batch;
+}
+
+}  // namespace
+
 struct Session::State {
-  KVCache cache;
-  DecoderScratch scratch;
+  BatchEngine engine;
+  SequenceId sequence;
 };
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options) {
-  const ModelConfig& c = model_->config();
-  if (options_.capacity == 0) options_.capacity = c.max_positions;
-  if (options_.threads < 1) throw Error("the thread count must be at least 1");
-  state_ = std::make_unique<State>(State{KVCache(c.layers, c.kv_heads, c.head_dim, options_.capacity, options_.cache_dtype), {}});
+  if (options_.capacity == 0) options_.capacity = model_->config().max_positions;
+  state_.reset(new State{BatchEngine(model_, batch_options(model_->config(), options_)), 0});
+  state_->sequence = state_->engine.open();
 }
 
 Session::~Session() = default;
 
+size_t Session::position() const { return state_->engine.length(state_->sequence); }
+
+void Session::reset() {
+  state_->engine.close(state_->sequence);
+  state_->sequence = state_->engine.open();
+}
+
 std::vector<float> Session::prefill(std::span<const int32_t> tokens, Logits which) {
-  const size_t vocab = model_->config().vocab_size;
   if (tokens.empty()) throw Error("prefill needs at least one token");
-  for (const int32_t token : tokens)
-    if (token < 0 || size_t(token) >= vocab)
-      throw Error("token id " + std::to_string(token) + " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
-  if (tokens.size() > options_.capacity - position_)
+  const size_t position = this->position();
+  if (tokens.size() > options_.capacity - position)
     throw Error(std::to_string(tokens.size()) + " tokens do not fit: the cache holds " +
-                std::to_string(options_.capacity) + " positions and " + std::to_string(position_) + " are used");
-  const size_t rows = which == Logits::All ? tokens.size() : which == Logits::Last ? 1 : 0;
-  std::vector<float> logits(rows * vocab);
-  decoder_forward(*model_, state_->cache, tokens, position_, which, logits.data(), options_.threads, state_->scratch,
-                  options_.observer);
-  position_ += tokens.size();
-  return logits;
+                std::to_string(options_.capacity) + " positions and " + std::to_string(position) + " are used");
+  std::vector<BatchRow> rows(tokens.size());
+  for (size_t t = 0; t < tokens.size(); ++t)
+    rows[t] = {state_->sequence, tokens[t], position + t,
+               which == Logits::All || (which == Logits::Last && t + 1 == tokens.size())};
+  return state_->engine.forward(rows);
 }
 
 std::vector<float> Session::decode(int32_t token) { return prefill(std::span<const int32_t>(&token, 1), Logits::Last); }

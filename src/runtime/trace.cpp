@@ -4,16 +4,16 @@
 
 namespace ditto {
 
-void TraceRecorder::observe(size_t layer, std::string_view operation, size_t first_pos, const float* data, size_t rows,
-                            size_t width) {
+void TraceRecorder::observe(size_t layer, std::string_view operation, std::span<const size_t> positions,
+                            const float* data, size_t width) {
   auto [it, added] = index_.try_emplace({layer, std::string(operation)}, steps_.size());
   if (added) steps_.push_back(Step{layer, std::string(operation), {}});
   std::vector<uint64_t>& hashes = steps_[it->second].hashes;
-  if (hashes.size() < first_pos + rows) hashes.resize(first_pos + rows);
-  for (size_t t = 0; t < rows; ++t) {
+  for (size_t t = 0; t < positions.size(); ++t) {
+    if (hashes.size() <= positions[t]) hashes.resize(positions[t] + 1);
     LogitsHash hash;
     hash.update(data + t * width, width);
-    hashes[first_pos + t] = hash.value();
+    hashes[positions[t]] = hash.value();
   }
 }
 

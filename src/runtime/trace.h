@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "ditto/session.h"
+#include "ditto/model.h"
 
 namespace ditto {
 
@@ -19,7 +19,7 @@ class TraceRecorder : public ForwardObserver {
     std::vector<uint64_t> hashes;  // by position
   };
 
-  void observe(size_t layer, std::string_view operation, size_t first_pos, const float* data, size_t rows,
+  void observe(size_t layer, std::string_view operation, std::span<const size_t> positions, const float* data,
                size_t width) override;
   const std::vector<Step>& steps() const { return steps_; }
   void clear();

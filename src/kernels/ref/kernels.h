@@ -1,5 +1,7 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <span>
 
 #include "ditto/dtype.h"
 #include "tensor/matrix.h"
@@ -28,20 +30,39 @@ void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float
 // out[i] = silu(gate[i]) * up[i] with silu(g) = g / (1 + exp(-g)).
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
 
-// Cache of one layer, read at its own precision: element (kv_head, pos, d) of K lies at
-// k + ((kv_head * capacity + pos) * head_dim + d) * dtype_size, and likewise V.
+// One layer of the paged KV cache, at the cache's own precision: the one definition of its
+// layout. Positions live in blocks of `block_size`; element (block b, kv head h, slot s,
+// dimension d) of the keys lies at k + (((b * kv_heads + h) * block_size + s) * head_dim + d)
+// * dtype_size(dtype), and likewise the values. So one head's keys in a block are contiguous,
+// and a sequence's positions may lie in any blocks: its block table says which.
 struct KVLayerView {
-  DType dtype;
-  size_t capacity;
-  const void* k;
-  const void* v;
+  DType dtype = DType::F32;
+  size_t kv_heads = 0, head_dim = 0, block_size = 0;
+  void* k = nullptr;
+  void* v = nullptr;
+
+  size_t block_bytes() const { return kv_heads * block_size * head_dim * dtype_size(dtype); }
+  // Byte offset of (block, kv head, slot) from k or v.
+  size_t offset(size_t block, size_t head, size_t slot) const {
+    return ((block * kv_heads + head) * block_size + slot) * head_dim * dtype_size(dtype);
+  }
+  // Rounds one position's keys and values (kv_heads * head_dim each) to the cache dtype and
+  // stores them in `slot` of `block`.
+  void write(size_t block, size_t slot, const float* keys, const float* values) const;
 };
 
-// Causal attention with GQA. Query row t (of `rows`) sits at position first_pos + t and
-// attends to cache positions 0 .. first_pos + t, which must already be written.
-// q and out are rows x (heads * head_dim); query head h reads kv head h / (heads / kv_heads).
-void attention(const float* q, size_t rows, size_t first_pos, const KVLayerView& cache,
-               size_t heads, size_t kv_heads, size_t head_dim, float* out, int threads);
+// A query row of attention: it sits at `position` of its sequence and attends to that
+// sequence's positions 0 .. position, position p being in slot p % block_size of block
+// blocks[p / block_size]. Those positions must already be written.
+struct AttentionRow {
+  const uint32_t* blocks;
+  size_t position;
+};
+
+// Causal attention with GQA over the paged cache. q and out are rows x (heads * head_dim);
+// query head h reads kv head h / (heads / kv_heads). Rows may belong to different sequences.
+void attention(const float* q, std::span<const AttentionRow> rows, const KVLayerView& cache, size_t heads, float* out,
+               int threads);
 
 }  // namespace ditto::ref
 

@@ -1,5 +1,5 @@
-// SIMD causal attention over the KV cache: the reference's 16-lane dot products, softmax and
-// per-dimension fma chains, vectorised. Head sizes that are not a multiple of 16 run the
+// SIMD causal attention over the paged KV cache: the reference's 16-lane dot products, softmax
+// and per-dimension fma chains, vectorised; keys and values are read block by block. Head sizes that are not a multiple of 16 run the
 // reference itself (real models use 64, 80, 96, 128, 256).
 #include <algorithm>
 #include <cmath>
@@ -55,10 +55,11 @@ HWY_INLINE void Softmax(DF d, float* probs, size_t keys) {
 constexpr size_t kHeadsPerPass = kLanesF == 16 ? 2 : 1;
 constexpr size_t kKeysPerStep = 4;
 
-// probs[h][j] = (q[h] . k_j) * scale for KEYS keys from `first_key`, in the 16-lane order.
+// probs[h][at + i] = (q[h] . k_i) * scale for the KEYS consecutive keys at `keys` (one block's
+// slots), in the 16-lane order.
 template <size_t NH, size_t KEYS>
-HWY_INLINE void ScoreKeys(DF d, const float* const* q, const unsigned char* k_base, DType dtype, size_t head_dim,
-                          size_t first_key, float scale, float* const* probs) {
+HWY_INLINE void ScoreKeys(DF d, const float* const* q, const unsigned char* keys, DType dtype, size_t head_dim,
+                          float scale, float* const* probs, size_t at) {
   const size_t element = dtype_size(dtype);
   VF lanes[KEYS][NH][kLaneVectors];
   for (auto& key : lanes)
@@ -66,36 +67,42 @@ HWY_INLINE void ScoreKeys(DF d, const float* const* q, const unsigned char* k_ba
       for (auto& lane : head) lane = hn::Zero(d);
   for (size_t d0 = 0; d0 < head_dim; d0 += 16)
     for (size_t v = 0; v < kLaneVectors; ++v) {
-      const size_t at = d0 + v * kLanesF;
+      const size_t dim = d0 + v * kLanesF;
       VF qv[NH];
-      for (size_t h = 0; h < NH; ++h) qv[h] = hn::LoadU(d, q[h] + at);
+      for (size_t h = 0; h < NH; ++h) qv[h] = hn::LoadU(d, q[h] + dim);
       for (size_t i = 0; i < KEYS; ++i) {
-        const VF kv = LoadWidened(d, dtype, k_base + ((first_key + i) * head_dim + at) * element);
+        const VF kv = LoadWidened(d, dtype, keys + (i * head_dim + dim) * element);
         for (size_t h = 0; h < NH; ++h) lanes[i][h][v] = hn::MulAdd(qv[h], kv, lanes[i][h][v]);
       }
     }
   for (size_t i = 0; i < KEYS; ++i)
-    for (size_t h = 0; h < NH; ++h) probs[h][first_key + i] = FoldLanes(lanes[i][h]) * scale;
+    for (size_t h = 0; h < NH; ++h) probs[h][at + i] = FoldLanes(lanes[i][h]) * scale;
 }
 
-// out[h][d] = the fma chain over keys of probs[h][j] * v_j[d], per dimension.
+// out[h][d] = the fma chain over keys of probs[h][j] * v_j[d], per dimension, j in increasing
+// order whatever block holds it.
 template <size_t NH>
-HWY_INLINE void WeightedValues(DF d, const float* const* probs, const unsigned char* v_base, DType dtype,
-                               size_t head_dim, size_t keys, float* const* out) {
-  const size_t element = dtype_size(dtype);
+HWY_INLINE void WeightedValues(DF d, const float* const* probs, const ref::KVLayerView& cache, const uint32_t* blocks,
+                               size_t kv, size_t keys, float* const* out) {
+  const size_t element = dtype_size(cache.dtype), head_dim = cache.head_dim;
+  const auto* v_base = static_cast<const unsigned char*>(cache.v);
   for (size_t d0 = 0; d0 < head_dim; d0 += kOutputVectors * kLanesF) {
     const size_t vectors = std::min(kOutputVectors, (head_dim - d0) / kLanesF);
     VF acc[NH][kOutputVectors];
     for (auto& head : acc)
       for (auto& a : head) a = hn::Zero(d);
-    for (size_t j = 0; j < keys; ++j) {
-      VF p[NH];
-      for (size_t h = 0; h < NH; ++h) p[h] = hn::Set(d, probs[h][j]);
-      const unsigned char* vj = v_base + (j * head_dim + d0) * element;
-      for (size_t v = 0; v < kOutputVectors; ++v) {
-        if (v >= vectors) break;
-        const VF values = LoadWidened(d, dtype, vj + v * kLanesF * element);
-        for (size_t h = 0; h < NH; ++h) acc[h][v] = hn::MulAdd(p[h], values, acc[h][v]);
+    for (size_t first = 0; first < keys; first += cache.block_size) {
+      const unsigned char* block = v_base + cache.offset(blocks[first / cache.block_size], kv, 0) + d0 * element;
+      const size_t in_block = std::min(cache.block_size, keys - first);
+      for (size_t s = 0; s < in_block; ++s) {
+        VF p[NH];
+        for (size_t h = 0; h < NH; ++h) p[h] = hn::Set(d, probs[h][first + s]);
+        const unsigned char* vj = block + s * head_dim * element;
+        for (size_t v = 0; v < kOutputVectors; ++v) {
+          if (v >= vectors) break;
+          const VF values = LoadWidened(d, cache.dtype, vj + v * kLanesF * element);
+          for (size_t h = 0; h < NH; ++h) acc[h][v] = hn::MulAdd(p[h], values, acc[h][v]);
+        }
       }
     }
     for (size_t h = 0; h < NH; ++h)
@@ -103,39 +110,45 @@ HWY_INLINE void WeightedValues(DF d, const float* const* probs, const unsigned c
   }
 }
 
-// NH query heads that share one kv head, for one query row that sees `keys` keys.
+// NH query heads that share kv head `kv`, for one query row that sees `keys` keys.
 template <size_t NH>
-void AttendHeads(DF d, const float* const* q, const unsigned char* k_base, const unsigned char* v_base, DType dtype,
-                 size_t head_dim, size_t keys, float scale, float* const* probs, float* const* out) {
-  size_t j = 0;
-  for (; j + kKeysPerStep <= keys; j += kKeysPerStep)
-    ScoreKeys<NH, kKeysPerStep>(d, q, k_base, dtype, head_dim, j, scale, probs);
-  for (; j < keys; ++j) ScoreKeys<NH, 1>(d, q, k_base, dtype, head_dim, j, scale, probs);
+void AttendHeads(DF d, const float* const* q, const ref::KVLayerView& cache, const uint32_t* blocks, size_t kv,
+                 size_t keys, float scale, float* const* probs, float* const* out) {
+  const size_t element = dtype_size(cache.dtype);
+  const auto* k_base = static_cast<const unsigned char*>(cache.k);
+  for (size_t first = 0; first < keys; first += cache.block_size) {
+    const unsigned char* block = k_base + cache.offset(blocks[first / cache.block_size], kv, 0);
+    const size_t in_block = std::min(cache.block_size, keys - first);
+    const size_t key_bytes = cache.head_dim * element;
+    size_t s = 0;
+    for (; s + kKeysPerStep <= in_block; s += kKeysPerStep)
+      ScoreKeys<NH, kKeysPerStep>(d, q, block + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, first + s);
+    for (; s < in_block; ++s)
+      ScoreKeys<NH, 1>(d, q, block + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, first + s);
+  }
   for (size_t h = 0; h < NH; ++h) Softmax(d, probs[h], keys);
-  WeightedValues<NH>(d, probs, v_base, dtype, head_dim, keys, out);
+  WeightedValues<NH>(d, probs, cache, blocks, kv, keys, out);
 }
 
-void Attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayerView& cache, size_t heads,
-               size_t kv_heads, size_t head_dim, float* out, int threads) {
-  if (head_dim % 16 != 0)
-    return ref::attention(q, rows, first_pos, cache, heads, kv_heads, head_dim, out, threads);
+void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
+               float* out, int threads) {
+  const size_t head_dim = cache.head_dim, kv_heads = cache.kv_heads;
+  if (head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, out, threads);
   const DF d;
   const size_t group = heads / kv_heads;
   const size_t passes = (group + kHeadsPerPass - 1) / kHeadsPerPass;
-  const size_t element = dtype_size(cache.dtype);
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   const size_t width = heads * head_dim;
-  const size_t max_keys = first_pos + rows;
+  size_t max_keys = 0;
+  for (const ref::AttentionRow& row : rows) max_keys = std::max(max_keys, row.position + 1);
   // One job: a query row, a kv head and up to kHeadsPerPass of its query heads.
-  parallel_for(threads, rows * kv_heads * passes, [&](size_t job_begin, size_t job_end) {
+  parallel_for(threads, rows.size() * kv_heads * passes, [&](size_t job_begin, size_t job_end) {
     std::vector<float> probs_storage(kHeadsPerPass * max_keys);
     for (size_t job = job_begin; job < job_end; ++job) {
       const size_t t = job / (kv_heads * passes), kv = job / passes % kv_heads, pass = job % passes;
       const size_t first_head = kv * group + pass * kHeadsPerPass;
       const size_t nh = std::min(kHeadsPerPass, kv * group + group - first_head);
-      const size_t keys = first_pos + t + 1;
-      const auto* k_base = static_cast<const unsigned char*>(cache.k) + kv * cache.capacity * head_dim * element;
-      const auto* v_base = static_cast<const unsigned char*>(cache.v) + kv * cache.capacity * head_dim * element;
+      const size_t keys = rows[t].position + 1;
       const float* q_heads[kHeadsPerPass];
       float* probs[kHeadsPerPass];
       float* out_heads[kHeadsPerPass];
@@ -146,17 +159,17 @@ void Attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayer
         out_heads[h] = out + t * width + head * head_dim;
       }
       if (nh == kHeadsPerPass)
-        AttendHeads<kHeadsPerPass>(d, q_heads, k_base, v_base, cache.dtype, head_dim, keys, scale, probs, out_heads);
+        AttendHeads<kHeadsPerPass>(d, q_heads, cache, rows[t].blocks, kv, keys, scale, probs, out_heads);
       else
-        AttendHeads<1>(d, q_heads, k_base, v_base, cache.dtype, head_dim, keys, scale, probs, out_heads);
+        AttendHeads<1>(d, q_heads, cache, rows[t].blocks, kv, keys, scale, probs, out_heads);
     }
   });
 }
 
 #else
-void Attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayerView& cache, size_t heads,
-               size_t kv_heads, size_t head_dim, float* out, int threads) {
-  ref::attention(q, rows, first_pos, cache, heads, kv_heads, head_dim, out, threads);
+void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
+               float* out, int threads) {
+  ref::attention(q, rows, cache, heads, out, threads);
 }
 #endif  // DITTO_SIMD_HAS_FMA
 }  // namespace ditto::HWY_NAMESPACE
@@ -167,9 +180,9 @@ namespace ditto::kernels {
 
 HWY_EXPORT(Attention);
 
-void attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayerView& cache, size_t heads,
-               size_t kv_heads, size_t head_dim, float* out, int threads) {
-  HWY_DYNAMIC_DISPATCH(Attention)(q, rows, first_pos, cache, heads, kv_heads, head_dim, out, threads);
+void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
+               float* out, int threads) {
+  HWY_DYNAMIC_DISPATCH(Attention)(q, rows, cache, heads, out, threads);
 }
 
 }  // namespace ditto::kernels

@@ -1,0 +1,84 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ditto/dtype.h"
+#include "ditto/model.h"
+
+namespace ditto {
+
+using SequenceId = uint64_t;
+
+// One row of a forward pass: the token at `position` of a sequence. A sequence's rows in a pass
+// continue it: their positions are its length, length + 1, ... in the order of the rows.
+struct BatchRow {
+  SequenceId sequence = 0;
+  int32_t token = 0;
+  size_t position = 0;
+  bool logits = false;  // whether forward() returns this row's logits
+};
+
+struct BatchOptions {
+  size_t kv_blocks = 0;     // KV pool size in blocks; 0: room for one sequence of the model's context
+  size_t block_size = 16;   // positions per block
+  DType cache_dtype = DType::F32;
+  int threads = 1;
+  bool prefix_cache = true;  // keep finished blocks for reuse by later sequences (open(prompt))
+  ForwardObserver* observer = nullptr;  // not owned; must outlive the calls
+};
+
+struct KVStats {
+  size_t blocks = 0, block_size = 0;
+  size_t used = 0;    // blocks held by sequences
+  size_t cached = 0;  // published blocks, used or not: the prefix cache
+  size_t free = 0;    // blocks holding nothing
+  size_t prefix_hit_positions = 0;  // positions that open() found cached, over the batch's life
+};
+
+// Many sequences computed together: each forward pass takes rows from any number of
+// sequences (some prefilling many positions, others decoding one), streams the weights once
+// for all of them, and gives every row the bits it would have alone. Keys and values live in
+// one paged pool of blocks (the memory budget); a block of positions already computed for the
+// same tokens is reused instead of computed again (the prefix cache).
+//
+// Not thread-safe: one call at a time.
+class BatchEngine {
+ public:
+  BatchEngine(std::shared_ptr<const Model> model, BatchOptions options = {});
+  ~BatchEngine();
+  BatchEngine(const BatchEngine&) = delete;
+  BatchEngine& operator=(const BatchEngine&) = delete;
+
+  // Starts a sequence. Given the prompt it will be fed and the prefix cache on, it starts with
+  // the longest cached run of the prompt's first tokens (at most all but the last, so that the
+  // last is computed and gives logits): length() says how many; the caller feeds the rest.
+  SequenceId open(std::span<const int32_t> prompt = {});
+  // Ends a sequence; its blocks return to the pool, those of known content to the prefix cache.
+  void close(SequenceId sequence);
+  size_t length(SequenceId sequence) const;
+  size_t sequences() const;
+
+  // Computes the rows in one pass and returns the logits of those that ask for them, in row
+  // order (rows x vocab). Throws ditto::Error, changing nothing, for an empty pass, an unknown
+  // sequence, a position that does not continue its sequence or lies past the model's context,
+  // a token outside the vocabulary, or a pool without the blocks the pass needs.
+  std::vector<float> forward(std::span<const BatchRow> rows);
+
+  // Blocks a pass of these rows would take from the pool (forward() needs them available).
+  size_t blocks_needed(std::span<const BatchRow> rows) const;
+  size_t available_blocks() const;
+  KVStats kv_stats() const;
+
+  const Model& model() const { return *model_; }
+  const BatchOptions& options() const { return options_; }
+
+ private:
+  struct State;
+  std::shared_ptr<const Model> model_;
+  BatchOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ditto

@@ -1,0 +1,200 @@
+#include "ditto/batch.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "ditto/error.h"
+#include "model/decoder.h"
+#include "runtime/kv_pool.h"
+
+namespace ditto {
+
+namespace {
+
+struct Sequence {
+  std::vector<int32_t> tokens;                 // the token of every position written
+  std::vector<uint32_t> blocks;                // block table: position p lies in blocks[p / block_size]
+  std::vector<KVPool::ContentId> contents;     // content ids of its full blocks, once published
+};
+
+size_t blocks_for(size_t positions, size_t block_size) { return (positions + block_size - 1) / block_size; }
+
+}  // namespace
+
+struct BatchEngine::State {
+  KVPool pool;
+  std::vector<ref::KVLayerView> layers;
+  std::unordered_map<SequenceId, Sequence> sequences;
+  SequenceId next_id = 1;
+  size_t prefix_hit_positions = 0;
+  DecoderScratch scratch;
+  // One pass's rows as the decoder reads them, kept to reuse their memory.
+  std::vector<int32_t> tokens;
+  std::vector<size_t> positions, logit_rows;
+  std::vector<KVSlot> slots;
+  std::vector<ref::AttentionRow> attention;
+
+  State(const ModelConfig& config, const BatchOptions& o) : pool(config, o.cache_dtype, o.block_size, o.kv_blocks) {
+    for (size_t l = 0; l < config.layers; ++l) layers.push_back(pool.layer(l));
+  }
+
+  Sequence& find(SequenceId id) {
+    const auto found = sequences.find(id);
+    if (found == sequences.end()) throw Error("sequence " + std::to_string(id) + " does not exist");
+    return found->second;
+  }
+
+  // Checks every row and returns the blocks the pass takes from the pool: one for each block
+  // it starts, and one for a copy of a shared block it writes into.
+  size_t plan(std::span<const BatchRow> rows, const ModelConfig& config) {
+    if (rows.empty()) throw Error("a forward pass needs at least one row");
+    const size_t block_size = pool.block_size();
+    std::unordered_map<SequenceId, size_t> next;  // the position each sequence continues at
+    size_t needed = 0;
+    for (const BatchRow& row : rows) {
+      const Sequence& sequence = find(row.sequence);
+      const auto [at, first] = next.try_emplace(row.sequence, sequence.tokens.size());
+      if (row.position != at->second)
+        throw Error("a row of sequence " + std::to_string(row.sequence) + " is at position " +
+                    std::to_string(row.position) + ", but the sequence continues at " + std::to_string(at->second));
+      if (row.position >= config.max_positions)
+        throw Error("position " + std::to_string(row.position) + " is past the model's context of " +
+                    std::to_string(config.max_positions) + " positions");
+      if (row.token < 0 || size_t(row.token) >= config.vocab_size)
+        throw Error("token id " + std::to_string(row.token) + " is outside the vocabulary (0.." +
+                    std::to_string(config.vocab_size - 1) + ")");
+      const size_t slot = row.position % block_size;
+      if (slot == 0 || (first && !pool.writable(sequence.blocks[row.position / block_size]))) ++needed;
+      ++at->second;
+    }
+    return needed;
+  }
+
+  // The slot of a row's position, taking a block for a position that starts one and copying a
+  // shared block before it is written.
+  KVSlot slot_for(Sequence& sequence, size_t position) {
+    const size_t block_size = pool.block_size();
+    const size_t index = position / block_size, slot = position % block_size;
+    if (index == sequence.blocks.size()) {
+      sequence.blocks.push_back(pool.take());
+    } else if (!pool.writable(sequence.blocks[index])) {
+      const uint32_t copy = pool.take();
+      pool.copy(sequence.blocks[index], copy, slot);
+      pool.release(sequence.blocks[index]);
+      sequence.blocks[index] = copy;
+    }
+    return {sequence.blocks[index], uint32_t(slot)};
+  }
+
+  // Gives back the blocks beyond the positions written (after a pass that failed).
+  void trim(Sequence& sequence) {
+    while (sequence.blocks.size() > blocks_for(sequence.tokens.size(), pool.block_size())) {
+      pool.release(sequence.blocks.back());
+      sequence.blocks.pop_back();
+    }
+  }
+
+  KVPool::ContentId parent_of(const Sequence& sequence, size_t block) const {
+    return block == 0 ? KVPool::kRoot : sequence.contents[block - 1];
+  }
+};
+
+BatchEngine::BatchEngine(std::shared_ptr<const Model> model, BatchOptions options)
+    : model_(std::move(model)), options_(options) {
+  if (options_.threads < 1) throw Error("the thread count must be at least 1");
+  if (options_.block_size == 0) throw Error("a KV block needs at least one position");
+  if (options_.kv_blocks == 0) options_.kv_blocks = blocks_for(model_->config().max_positions, options_.block_size);
+  state_ = std::make_unique<State>(model_->config(), options_);
+}
+
+BatchEngine::~BatchEngine() = default;
+
+SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
+  Sequence sequence;
+  if (options_.prefix_cache && prompt.size() > 1) {
+    KVPool::Match match = state_->pool.match(prompt, prompt.size() - 1);
+    sequence.blocks = std::move(match.blocks);
+    sequence.contents = std::move(match.contents);
+    sequence.tokens.assign(prompt.begin(), prompt.begin() + ptrdiff_t(match.positions));
+    state_->prefix_hit_positions += match.positions;
+  }
+  const SequenceId id = state_->next_id++;
+  state_->sequences.emplace(id, std::move(sequence));
+  return id;
+}
+
+void BatchEngine::close(SequenceId id) {
+  Sequence& sequence = state_->find(id);
+  KVPool& pool = state_->pool;
+  const size_t tail = sequence.tokens.size() % pool.block_size();
+  // A last block written by this sequence alone is complete now: it can serve later prompts.
+  if (options_.prefix_cache && tail != 0 && pool.writable(sequence.blocks.back()))
+    pool.publish(sequence.blocks.back(), state_->parent_of(sequence, sequence.blocks.size() - 1),
+                 std::span(sequence.tokens).last(tail));
+  // Last block first, so that the cache lets go of a sequence's end before its beginning.
+  for (size_t b = sequence.blocks.size(); b-- > 0;) pool.release(sequence.blocks[b]);
+  state_->sequences.erase(id);
+}
+
+size_t BatchEngine::length(SequenceId id) const { return state_->find(id).tokens.size(); }
+
+size_t BatchEngine::sequences() const { return state_->sequences.size(); }
+
+size_t BatchEngine::blocks_needed(std::span<const BatchRow> rows) const { return state_->plan(rows, model_->config()); }
+
+size_t BatchEngine::available_blocks() const { return state_->pool.available(); }
+
+KVStats BatchEngine::kv_stats() const {
+  const KVPool& pool = state_->pool;
+  return {pool.blocks(), pool.block_size(), pool.used_blocks(), pool.cached_blocks(), pool.free_blocks(),
+          state_->prefix_hit_positions};
+}
+
+std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
+  State& s = *state_;
+  const size_t needed = s.plan(rows, model_->config());
+  if (needed > s.pool.available())
+    throw Error("the KV pool is full: this pass needs " + std::to_string(needed) + " more blocks of " +
+                std::to_string(s.pool.block_size()) + " positions and " + std::to_string(s.pool.available()) +
+                " of " + std::to_string(s.pool.blocks()) + " are available");
+
+  s.tokens.clear();
+  s.positions.clear();
+  s.slots.clear();
+  s.attention.clear();
+  s.logit_rows.clear();
+  for (size_t t = 0; t < rows.size(); ++t) {
+    s.tokens.push_back(rows[t].token);
+    s.positions.push_back(rows[t].position);
+    s.slots.push_back(s.slot_for(s.find(rows[t].sequence), rows[t].position));
+    if (rows[t].logits) s.logit_rows.push_back(t);
+  }
+  // Block tables are final now (taking blocks above may have moved them).
+  for (const BatchRow& row : rows) s.attention.push_back({s.find(row.sequence).blocks.data(), row.position});
+
+  const size_t vocab = model_->config().vocab_size;
+  std::vector<float> logits;
+  try {
+    logits.resize(s.logit_rows.size() * vocab);
+    decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows}, logits.data(),
+                    options_.threads, s.scratch, options_.observer);
+  } catch (...) {
+    for (const BatchRow& row : rows) s.trim(s.find(row.sequence));
+    throw;
+  }
+
+  const size_t block_size = s.pool.block_size();
+  for (const BatchRow& row : rows) {
+    Sequence& sequence = s.find(row.sequence);
+    sequence.tokens.push_back(row.token);
+    // A block just filled is published at once, so that running sequences can share it.
+    if (options_.prefix_cache && sequence.tokens.size() % block_size == 0) {
+      const size_t block = row.position / block_size;
+      sequence.contents.push_back(s.pool.publish(sequence.blocks[block], s.parent_of(sequence, block),
+                                                 std::span(sequence.tokens).last(block_size)));
+    }
+  }
+  return logits;
+}
+
+}  // namespace ditto

@@ -1,0 +1,168 @@
+#include "runtime/kv_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ditto/error.h"
+
+namespace ditto {
+
+namespace {
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(1ull << 30));
+  return text;
+}
+
+}  // namespace
+
+size_t KVPool::block_bytes(const ModelConfig& c, DType dtype, size_t block_size) {
+  return 2 * c.layers * c.kv_heads * block_size * c.head_dim * dtype_size(dtype);
+}
+
+KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks)
+    : dtype_(dtype), layers_(c.layers), block_size_(block_size) {
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    throw Error("the KV cache holds f32, f16 or bf16, not " + dtype_name(dtype));
+  if (block_size == 0 || blocks == 0) throw Error("the KV pool needs at least one block of at least one position");
+  if (blocks > UINT32_MAX) throw Error("the KV pool cannot have more than 2^32 - 1 blocks");
+  layout_ = {dtype, c.kv_heads, c.head_dim, block_size, nullptr, nullptr};
+  const size_t per_block = block_bytes(c, dtype, block_size);
+  if (per_block == 0 || blocks > SIZE_MAX / per_block) throw Error("the KV pool's size overflows");
+  memory_bytes_ = per_block * blocks;
+  const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  if (double(memory_bytes_) > physical)
+    throw Error("a KV pool of " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) +
+                " positions needs " + gib(double(memory_bytes_)) + ", more than this machine's memory (" +
+                gib(physical) + ")");
+  // Anonymous pages are zero and take no memory until written: a large budget costs nothing
+  // until sequences use it.
+  void* memory = ::mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw Error("cannot reserve " + gib(double(memory_bytes_)) + " for the KV pool");
+  memory_ = static_cast<unsigned char*>(memory);
+  layer_bytes_ = layout_.block_bytes() * blocks;
+  blocks_.resize(blocks);
+  free_.reserve(blocks);
+  for (size_t b = blocks; b-- > 0;) free_.push_back(uint32_t(b));  // take() hands out 0, 1, ... first
+}
+
+KVPool::~KVPool() { ::munmap(memory_, memory_bytes_); }
+
+ref::KVLayerView KVPool::layer(size_t layer) const {
+  ref::KVLayerView view = layout_;
+  view.k = memory_ + 2 * layer * layer_bytes_;
+  view.v = memory_ + (2 * layer + 1) * layer_bytes_;
+  return view;
+}
+
+uint32_t KVPool::take() {
+  uint32_t block;
+  if (!free_.empty()) {
+    block = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    block = lru_.front();
+    unpublish(block);
+  } else {
+    throw Error("the KV pool is full: all " + std::to_string(blocks_.size()) + " blocks are in use");
+  }
+  blocks_[block].refs = 1;
+  return block;
+}
+
+void KVPool::retain(uint32_t block) {
+  Block& b = blocks_[block];
+  if (b.refs++ == 0 && b.published) lru_.erase(b.lru);
+}
+
+void KVPool::release(uint32_t block) {
+  Block& b = blocks_[block];
+  if (--b.refs > 0) return;
+  if (b.published) {
+    b.lru = lru_.insert(lru_.end(), block);
+  } else {
+    free_.push_back(block);
+  }
+}
+
+bool KVPool::writable(uint32_t block) const { return blocks_[block].refs == 1 && !blocks_[block].published; }
+
+void KVPool::copy(uint32_t from, uint32_t to, size_t slots) {
+  for (size_t l = 0; l < layers_; ++l) {
+    const ref::KVLayerView view = layer(l);
+    for (void* base : {view.k, view.v})
+      for (size_t h = 0; h < view.kv_heads; ++h) {
+        auto* bytes = static_cast<unsigned char*>(base);
+        std::memcpy(bytes + view.offset(to, h, 0), bytes + view.offset(from, h, 0),
+                    view.offset(0, 0, slots));
+      }
+  }
+}
+
+const std::vector<uint32_t>* KVPool::children(ContentId parent) const {
+  const auto found = index_.find(parent);
+  return found == index_.end() ? nullptr : &found->second;
+}
+
+KVPool::ContentId KVPool::publish(uint32_t block, ContentId parent, std::span<const int32_t> tokens) {
+  if (const auto* siblings = children(parent))
+    for (const uint32_t other : *siblings) {
+      const Block& o = blocks_[other];
+      if (o.tokens.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), o.tokens.begin()))
+        return o.tokens.size() == tokens.size() ? o.content : kRoot;  // already cached (a longer one: no id)
+    }
+  Block& b = blocks_[block];
+  b.published = true;
+  b.parent = parent;
+  b.content = next_content_++;
+  b.tokens.assign(tokens.begin(), tokens.end());
+  index_[parent].push_back(block);
+  ++cached_;
+  if (b.refs == 0) b.lru = lru_.insert(lru_.end(), block);
+  return b.content;
+}
+
+void KVPool::unpublish(uint32_t block) {
+  Block& b = blocks_[block];
+  std::vector<uint32_t>& siblings = index_[b.parent];
+  siblings.erase(std::find(siblings.begin(), siblings.end(), block));
+  if (siblings.empty()) index_.erase(b.parent);
+  if (b.refs == 0) lru_.erase(b.lru);
+  b.published = false;
+  b.tokens.clear();
+  --cached_;
+}
+
+KVPool::Match KVPool::match(std::span<const int32_t> tokens, size_t limit) {
+  Match result;
+  ContentId parent = kRoot;
+  limit = std::min(limit, tokens.size());
+  while (result.positions < limit) {
+    const auto* siblings = children(parent);
+    if (siblings == nullptr) break;
+    const std::span<const int32_t> wanted = tokens.subspan(result.positions, std::min(block_size_, limit - result.positions));
+    // The child sharing the most leading tokens with what is wanted.
+    uint32_t best = 0;
+    size_t best_length = 0;
+    for (const uint32_t child : *siblings) {
+      const std::vector<int32_t>& held = blocks_[child].tokens;
+      const size_t length = size_t(std::mismatch(wanted.begin(), wanted.end(), held.begin(), held.end()).first - wanted.begin());
+      if (length > best_length) best = child, best_length = length;
+    }
+    if (best_length == 0) break;
+    retain(best);
+    result.blocks.push_back(best);
+    result.positions += best_length;
+    if (best_length < block_size_) break;
+    parent = blocks_[best].content;
+    result.contents.push_back(parent);
+  }
+  return result;
+}
+
+}  // namespace ditto

@@ -1,0 +1,103 @@
+#pragma once
+#include <cstdint>
+#include <list>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "ditto/dtype.h"
+#include "ditto/model.h"
+#include "kernels/ref/kernels.h"
+
+namespace ditto {
+
+// The KV cache of every sequence: one pool of fixed-size blocks of positions (all layers' keys
+// and values for `block_size` positions each), laid out as ref::KVLayerView defines. Sequences
+// take blocks as they grow and give them back when they end; a block may be shared by several
+// sequences (reference counts).
+//
+// The pool is also the prefix cache: a block whose positions are known (the tokens it holds
+// and the block before it) can be published, and a later sequence that starts with the same
+// tokens reuses it instead of computing them again. Published blocks are immutable; once no
+// sequence uses them they stay cached until the pool needs the room, least recently used first.
+class KVPool {
+ public:
+  // Identifies the content of a published block: its tokens and, through its parent's id, all
+  // positions before it. Never reused, so a stale id matches nothing.
+  using ContentId = uint64_t;
+  static constexpr ContentId kRoot = 0;  // the parent of a sequence's first block
+
+  // The memory is reserved at once but only touched as blocks are written.
+  KVPool(const ModelConfig& config, DType dtype, size_t block_size, size_t blocks);
+  ~KVPool();
+  KVPool(const KVPool&) = delete;
+  KVPool& operator=(const KVPool&) = delete;
+
+  // Bytes of one block: keys and values of every layer for block_size positions.
+  static size_t block_bytes(const ModelConfig& config, DType dtype, size_t block_size);
+
+  ref::KVLayerView layer(size_t layer) const;
+  size_t block_size() const { return block_size_; }
+  size_t blocks() const { return blocks_.size(); }
+  DType dtype() const { return dtype_; }
+
+  // Blocks that take() can hand out: free ones and cached ones no sequence uses.
+  size_t available() const { return free_.size() + lru_.size(); }
+  size_t free_blocks() const { return free_.size(); }
+  size_t cached_blocks() const { return cached_; }  // published, in use or not
+  size_t used_blocks() const { return blocks_.size() - available(); }
+
+  // A block for the caller (one reference): a free one, else the least recently used cached
+  // block, which leaves the cache. Check available() first: throws ditto::Error if none.
+  uint32_t take();
+  void retain(uint32_t block);
+  // Drops one reference. A block nobody uses becomes free, or, if published, waits in the cache.
+  void release(uint32_t block);
+  // True if the block may be written in place: one user and not published.
+  bool writable(uint32_t block) const;
+  // Copies the first `slots` positions of every layer from one block to another.
+  void copy(uint32_t from, uint32_t to, size_t slots);
+
+  // Publishes `block`, which holds `tokens` (block_size of them, or fewer for the last block of
+  // a sequence that ended) after the block with content `parent`. If the cache already holds
+  // these tokens after that parent, nothing is published and that content's id is returned.
+  ContentId publish(uint32_t block, ContentId parent, std::span<const int32_t> tokens);
+
+  // The longest cached run of `tokens` from the start, at most `limit` positions, as blocks
+  // (one reference each is taken for the caller) with the content ids of the full ones. The last
+  // block may be matched in part; it is published, so the caller copies it before writing.
+  struct Match {
+    std::vector<uint32_t> blocks;
+    std::vector<ContentId> contents;  // of the blocks matched in full
+    size_t positions = 0;
+  };
+  Match match(std::span<const int32_t> tokens, size_t limit);
+
+ private:
+  struct Block {
+    uint32_t refs = 0;
+    bool published = false;
+    ContentId parent = kRoot, content = kRoot;
+    std::vector<int32_t> tokens;
+    std::list<uint32_t>::iterator lru;  // valid while published and unused
+  };
+  void unpublish(uint32_t block);
+  // A published child of `parent` holding `tokens` or more after them, if any.
+  const std::vector<uint32_t>* children(ContentId parent) const;
+
+  DType dtype_;
+  size_t layers_, block_size_;
+  ref::KVLayerView layout_;  // layer 0's view; layer l lies layer_bytes_ further
+  size_t layer_bytes_ = 0;   // keys (or values) of one layer, all blocks
+  unsigned char* memory_ = nullptr;
+  size_t memory_bytes_ = 0;
+
+  std::vector<Block> blocks_;
+  std::vector<uint32_t> free_;
+  std::list<uint32_t> lru_;  // published blocks no sequence uses, least recently used first
+  size_t cached_ = 0;
+  ContentId next_content_ = kRoot + 1;
+  std::unordered_map<ContentId, std::vector<uint32_t>> index_;  // parent -> published children
+};
+
+}  // namespace ditto

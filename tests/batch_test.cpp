@@ -1,0 +1,384 @@
+// The batch engine keeps the contract (DESIGN.md §1): whatever shares a forward pass — other
+// sequences prefilling or decoding, their number and lengths, the chunking, the threads, the
+// block size, cached prefixes — every sequence's logits are bitwise those it has alone. And the
+// paged pool gives back every block it lends.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "ditto/batch.h"
+#include "ditto/error.h"
+#include "ditto/session.h"
+#include "test_checkpoint.h"
+#include "test_gguf.h"
+
+namespace ditto {
+namespace {
+
+using testing::expect_error;
+using testing::SplitMix64;
+using testing::TinyConfig;
+
+using Tokens = std::vector<int32_t>;
+
+// The logits of every position of `tokens`, computed alone: one sequence, the whole prompt in one call.
+std::vector<float> alone(const std::shared_ptr<const Model>& model, const Tokens& tokens, DType cache) {
+  Session session(model, {tokens.size(), cache, 1});
+  return session.prefill(tokens, Logits::All);
+}
+
+bool same_row(const float* a, const float* b, size_t vocab) { return std::memcmp(a, b, vocab * sizeof(float)) == 0; }
+
+void expect_kv_pool_idle(const BatchEngine& engine) {
+  const KVStats stats = engine.kv_stats();
+  EXPECT_EQ(stats.used, 0u);
+  EXPECT_EQ(stats.free + stats.cached, stats.blocks);
+}
+
+struct Request {
+  Tokens tokens;
+  size_t arrival;  // the step from which it may start
+  size_t chunk;    // positions fed per pass
+};
+
+struct Schedule {
+  size_t width;  // sequences in flight at most
+  int threads;
+  size_t block_size;
+  std::vector<Request> requests;
+};
+
+// Requests of random lengths, many starting with one of a few shared prefixes (so that the
+// prefix cache hits, in full blocks and in part), some repeated whole.
+Schedule random_schedule(uint64_t seed, size_t vocab, size_t max_length) {
+  SplitMix64 rng(seed);
+  const auto below = [&](size_t n) { return size_t(rng.next() % n); };
+  Schedule s;
+  s.width = 1 + below(16);
+  s.threads = 1 + int(below(4));
+  s.block_size = std::vector<size_t>{1, 3, 7, 16}[below(4)];
+  std::vector<Tokens> prefixes(3);
+  for (Tokens& prefix : prefixes)
+    for (size_t i = 0, n = 1 + below(max_length / 2); i < n; ++i) prefix.push_back(int32_t(below(vocab)));
+  const size_t count = 8 + below(17);
+  for (size_t r = 0; r < count; ++r) {
+    Request request;
+    if (r > 0 && below(6) == 0) {
+      request.tokens = s.requests[below(r)].tokens;
+    } else {
+      if (below(2) == 0) request.tokens = prefixes[below(prefixes.size())];
+      for (size_t i = 0, n = 1 + below(max_length - request.tokens.size()); i < n; ++i)
+        request.tokens.push_back(int32_t(below(vocab)));
+    }
+    request.arrival = below(12);
+    request.chunk = std::vector<size_t>{1, 2, 5, 16, 64, max_length}[below(6)];
+    s.requests.push_back(std::move(request));
+  }
+  std::stable_sort(s.requests.begin(), s.requests.end(),
+                   [](const Request& a, const Request& b) { return a.arrival < b.arrival; });
+  return s;
+}
+
+// Runs the schedule on one engine: requests start in order when they have arrived and fewer
+// than `width` run; each pass takes the next chunk of every running one. Every computed row's
+// logits are checked against the request alone. Adds the positions served from the cache to `hits`.
+void run_and_check(const std::shared_ptr<const Model>& model, const Schedule& s, DType cache,
+                   std::map<Tokens, std::vector<float>>& expected, const std::string& what, size_t& hits) {
+  const size_t vocab = model->config().vocab_size;
+  size_t longest = 0;
+  for (const Request& r : s.requests) longest = std::max(longest, r.tokens.size());
+  // Room for `width` of the longest request, plus a copy each: finished ones' cached blocks must
+  // make way as new ones start.
+  BatchOptions options;
+  options.kv_blocks = s.width * ((longest + s.block_size - 1) / s.block_size + 1);
+  options.block_size = s.block_size;
+  options.cache_dtype = cache;
+  options.threads = s.threads;
+  BatchEngine engine(model, options);
+
+  struct Running {
+    const Request* request;
+    SequenceId id;
+    size_t fed;
+  };
+  std::vector<Running> running;
+  size_t next = 0;
+  for (size_t step = 0; next < s.requests.size() || !running.empty(); ++step) {
+    while (next < s.requests.size() && s.requests[next].arrival <= step && running.size() < s.width) {
+      const Request& r = s.requests[next++];
+      const SequenceId id = engine.open(r.tokens);
+      hits += engine.length(id);
+      running.push_back({&r, id, engine.length(id)});
+    }
+    std::vector<BatchRow> rows;
+    std::vector<std::pair<const Request*, size_t>> computed;  // (request, position) of each logits row
+    for (const Running& run : running)
+      for (size_t p = run.fed; p < std::min(run.fed + run.request->chunk, run.request->tokens.size()); ++p) {
+        rows.push_back({run.id, run.request->tokens[p], p, true});
+        computed.emplace_back(run.request, p);
+      }
+    if (rows.empty()) continue;
+    const std::vector<float> logits = engine.forward(rows);
+    for (size_t i = 0; i < computed.size(); ++i) {
+      const auto [request, position] = computed[i];
+      auto [found, added] = expected.try_emplace(request->tokens);
+      if (added) found->second = alone(model, request->tokens, cache);
+      ASSERT_TRUE(same_row(&logits[i * vocab], &found->second[position * vocab], vocab))
+          << what << ": step " << step << ", position " << position << " of a request of "
+          << request->tokens.size() << " tokens, " << rows.size() << " rows in the pass";
+    }
+    for (size_t i = running.size(); i-- > 0;) {
+      running[i].fed = std::min(running[i].fed + running[i].request->chunk, running[i].request->tokens.size());
+      if (running[i].fed == running[i].request->tokens.size()) {
+        engine.close(running[i].id);
+        running.erase(running.begin() + ptrdiff_t(i));
+      }
+    }
+  }
+  EXPECT_EQ(engine.sequences(), 0u);
+  expect_kv_pool_idle(engine);
+}
+
+struct ModelCase {
+  const char* name;
+  std::shared_ptr<const Model> (*load)();
+  DType cache;
+};
+
+TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch) {
+  TinyConfig c;
+  c.dtype = dtype;
+  c.head_dim = head_dim;
+  c.kv_heads = kv_heads;
+  c.arch = arch;
+  return c;
+}
+
+const ModelCase kModels[] = {
+    {"qwen3_bf16", [] { return Model::load(testing::write_checkpoint(TinyConfig{}, "batch-bf16")); }, DType::F32},
+    {"qwen3_f16_head24_cache_f16",
+     [] { return Model::load(testing::write_checkpoint(with(DType::F16, 24, 2, "qwen3"), "batch-f16")); }, DType::F16},
+    {"llama_f32_mqa_cache_bf16",
+     [] { return Model::load(testing::write_checkpoint(with(DType::F32, 16, 1, "llama"), "batch-f32")); },
+     DType::BF16},
+    {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes())); },
+     DType::F32},
+};
+
+class BatchInvariance : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(BatchInvariance, RandomSchedulesGiveEverySequenceItsAloneBits) {
+  const ModelCase& c = GetParam();
+  const auto model = c.load();
+  std::map<Tokens, std::vector<float>> expected;
+  size_t hits = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const Schedule schedule = random_schedule(seed, model->config().vocab_size, 90);
+    run_and_check(model, schedule, c.cache, expected,
+                  std::string(c.name) + " schedule " + std::to_string(seed) + " (width " +
+                      std::to_string(schedule.width) + ", " + std::to_string(schedule.threads) +
+                      " threads, blocks of " + std::to_string(schedule.block_size) + ")",
+                  hits);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(hits, 0u) << "the schedules never hit the prefix cache";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance, ::testing::ValuesIn(kModels),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+class BatchEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = Model::load(testing::write_checkpoint(TinyConfig{}, "batch-engine")); }
+  static void TearDownTestSuite() { model_.reset(); }
+
+  static Tokens tokens(size_t count, uint64_t seed) {
+    SplitMix64 rng(seed);
+    Tokens ids(count);
+    for (auto& id : ids) id = int32_t(rng.next() % TinyConfig{}.vocab);
+    return ids;
+  }
+  static BatchOptions options(size_t blocks, bool prefix_cache = true) {
+    BatchOptions o;
+    o.kv_blocks = blocks;
+    o.block_size = 16;
+    o.prefix_cache = prefix_cache;
+    return o;
+  }
+  // Feeds tokens[from ..] in one pass; returns their logits.
+  static std::vector<float> feed(BatchEngine& engine, SequenceId id, const Tokens& tokens, size_t from) {
+    std::vector<BatchRow> rows;
+    for (size_t p = from; p < tokens.size(); ++p) rows.push_back({id, tokens[p], p, true});
+    return engine.forward(rows);
+  }
+  static void expect_alone_bits(const std::vector<float>& logits, const Tokens& tokens, size_t from) {
+    const auto expected = alone(model_, tokens, DType::F32);
+    const size_t vocab = TinyConfig{}.vocab;
+    ASSERT_EQ(logits.size(), (tokens.size() - from) * vocab);
+    EXPECT_EQ(std::memcmp(logits.data(), &expected[from * vocab], logits.size() * sizeof(float)), 0);
+  }
+  static std::shared_ptr<const Model> model_;
+};
+
+std::shared_ptr<const Model> BatchEngineTest::model_;
+
+// A chat's second turn: the first turn's blocks (two full, one partial) serve the second.
+TEST_F(BatchEngineTest, PrefixHitGivesTheColdBits) {
+  BatchEngine engine(model_, options(16));
+  const Tokens first = tokens(40, 1);
+  const SequenceId a = engine.open(first);
+  EXPECT_EQ(engine.length(a), 0u);
+  feed(engine, a, first, 0);
+  engine.close(a);
+  EXPECT_EQ(engine.kv_stats().cached, 3u);
+
+  Tokens second = first;
+  for (int32_t id : tokens(9, 2)) second.push_back(id);
+  const SequenceId b = engine.open(second);
+  EXPECT_EQ(engine.length(b), 40u);
+  expect_alone_bits(feed(engine, b, second, 40), second, 40);
+  EXPECT_EQ(engine.kv_stats().prefix_hit_positions, 40u);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+// A prompt cached whole still computes its last position, for its logits.
+TEST_F(BatchEngineTest, AWholeCachedPromptRecomputesItsLastPosition) {
+  BatchEngine engine(model_, options(16));
+  const Tokens prompt = tokens(32, 3);
+  const SequenceId a = engine.open(prompt);
+  feed(engine, a, prompt, 0);
+  engine.close(a);
+  const SequenceId b = engine.open(prompt);
+  EXPECT_EQ(engine.length(b), 31u);
+  expect_alone_bits(feed(engine, b, prompt, 31), prompt, 31);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+// Two sequences share a partly filled block and write different tokens after it: each copies
+// it first, and neither changes what the other (or a third) reads.
+TEST_F(BatchEngineTest, CopyOnWriteLeavesTheOtherSequenceUnchanged) {
+  BatchEngine engine(model_, options(16));
+  const Tokens shared = tokens(21, 4);  // one full block and 5 positions of the next
+  const SequenceId a = engine.open(shared);
+  feed(engine, a, shared, 0);
+  engine.close(a);
+
+  Tokens x = shared, y = shared;
+  for (int32_t id : tokens(30, 5)) x.push_back(id);
+  for (int32_t id : tokens(30, 6)) y.push_back(id);
+  const SequenceId bx = engine.open(x), by = engine.open(y);
+  ASSERT_EQ(engine.length(bx), 21u);
+  ASSERT_EQ(engine.length(by), 21u);
+  // Interleaved, one position at a time each, in one pass per step.
+  std::vector<float> from_x, from_y;
+  const size_t vocab = TinyConfig{}.vocab;
+  for (size_t p = 21; p < x.size(); ++p) {
+    const std::vector<BatchRow> rows = {{bx, x[p], p, true}, {by, y[p], p, true}};
+    const auto logits = engine.forward(rows);
+    from_x.insert(from_x.end(), logits.begin(), logits.begin() + ptrdiff_t(vocab));
+    from_y.insert(from_y.end(), logits.begin() + ptrdiff_t(vocab), logits.end());
+  }
+  expect_alone_bits(from_x, x, 21);
+  expect_alone_bits(from_y, y, 21);
+  engine.close(bx), engine.close(by);
+  // What they wrote serves again, and the shared block is unchanged: other sequences that start
+  // with those positions get their alone bits.
+  const SequenceId c = engine.open(x);
+  EXPECT_EQ(engine.length(c), x.size() - 1);
+  expect_alone_bits(feed(engine, c, x, x.size() - 1), x, x.size() - 1);
+  Tokens z = shared;
+  for (int32_t id : tokens(4, 15)) z.push_back(id);
+  const SequenceId d = engine.open(z);
+  EXPECT_EQ(engine.length(d), 21u);
+  expect_alone_bits(feed(engine, d, z, 21), z, 21);
+  engine.close(c), engine.close(d);
+  expect_kv_pool_idle(engine);
+}
+
+// A running sequence's full blocks serve a sequence that starts while it runs (its partly
+// filled block does not: it is still being written).
+TEST_F(BatchEngineTest, RunningSequencesShareTheirFullBlocks) {
+  BatchEngine engine(model_, options(16));
+  const Tokens a_tokens = tokens(50, 7);
+  const SequenceId a = engine.open(a_tokens);
+  feed(engine, a, Tokens(a_tokens.begin(), a_tokens.begin() + 35), 0);
+  Tokens b_tokens(a_tokens.begin(), a_tokens.begin() + 34);
+  for (int32_t id : tokens(6, 8)) b_tokens.push_back(id);
+  const SequenceId b = engine.open(b_tokens);
+  EXPECT_EQ(engine.length(b), 32u);
+  expect_alone_bits(feed(engine, b, b_tokens, 32), b_tokens, 32);
+  expect_alone_bits(feed(engine, a, a_tokens, 35), a_tokens, 35);
+  engine.close(a), engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+TEST_F(BatchEngineTest, CachedBlocksMakeWayLeastRecentlyUsedFirst) {
+  BatchEngine engine(model_, options(4));
+  const Tokens one = tokens(32, 9), two = tokens(32, 10);
+  for (const Tokens* prompt : {&one, &two}) {
+    const SequenceId id = engine.open(*prompt);
+    feed(engine, id, *prompt, 0);
+    engine.close(id);
+  }
+  EXPECT_EQ(engine.kv_stats().cached, 4u);
+  EXPECT_EQ(engine.kv_stats().free, 0u);
+  // A new 20-token sequence needs two blocks: `one`'s, the least recently used, make way.
+  const Tokens three = tokens(20, 11);
+  const SequenceId id = engine.open(three);
+  expect_alone_bits(feed(engine, id, three, 0), three, 0);
+  engine.close(id);
+  EXPECT_EQ(engine.length(engine.open(two)), 31u);
+  EXPECT_EQ(engine.length(engine.open(one)), 0u);
+}
+
+TEST_F(BatchEngineTest, AFullPoolRefusesThePassAndChangesNothing) {
+  BatchEngine engine(model_, options(3, /*prefix_cache=*/false));
+  const Tokens a_tokens = tokens(40, 12), b_tokens = tokens(20, 13);
+  const SequenceId a = engine.open(), b = engine.open();
+  feed(engine, a, Tokens(a_tokens.begin(), a_tokens.begin() + 30), 0);  // two blocks
+  std::vector<BatchRow> rows;
+  for (size_t p = 0; p < b_tokens.size(); ++p) rows.push_back({b, b_tokens[p], p, true});  // two more
+  EXPECT_EQ(engine.blocks_needed(rows), 2u);
+  expect_error([&] { engine.forward(rows); }, "the KV pool is full");
+  EXPECT_EQ(engine.length(a), 30u);
+  EXPECT_EQ(engine.length(b), 0u);
+  EXPECT_EQ(engine.kv_stats().used, 2u);
+  // Both carry on: a to the end, then b once a is gone.
+  expect_alone_bits(feed(engine, a, a_tokens, 30), a_tokens, 30);
+  engine.close(a);
+  expect_alone_bits(feed(engine, b, b_tokens, 0), b_tokens, 0);
+}
+
+TEST_F(BatchEngineTest, BadRowsAreRefusedAndChangeNothing) {
+  BatchEngine engine(model_, options(64));
+  const SequenceId a = engine.open();
+  feed(engine, a, tokens(5, 14), 0);
+  const auto refused = [&](std::vector<BatchRow> rows, const std::string& fragment) {
+    expect_error([&] { engine.forward(rows); }, fragment);
+    EXPECT_EQ(engine.length(a), 5u);
+    EXPECT_EQ(engine.kv_stats().used, 1u);
+  };
+  refused({}, "at least one row");
+  refused({{a, 1, 5, true}, {a + 1, 1, 0, true}}, "does not exist");
+  refused({{a, 1, 6, true}}, "continues at 5");
+  refused({{a, 1, 5, true}, {a, 1, 5, true}}, "continues at 6");
+  refused({{a, 96, 5, true}}, "outside the vocabulary");
+  refused({{a, -1, 5, true}}, "outside the vocabulary");
+  expect_error([&] { engine.close(a + 7); }, "does not exist");
+  expect_error([&] { engine.length(a + 7); }, "does not exist");
+
+  BatchEngine small_context(Model::load(testing::write_gguf("batch-context", testing::tiny_llama(DType::Q8_0).bytes())),
+                            options(64));
+  const SequenceId s = small_context.open();
+  std::vector<BatchRow> rows;
+  for (size_t p = 0; p < 257; ++p) rows.push_back({s, 1, p, false});
+  expect_error([&] { small_context.forward(rows); }, "past the model's context of 256");
+  EXPECT_EQ(small_context.length(s), 0u);
+}
+
+}  // namespace
+}  // namespace ditto

@@ -1,0 +1,56 @@
+#pragma once
+// Test helpers: GGUF files written byte by byte, and a tiny quantised llama model in one.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ditto/dtype.h"
+
+namespace ditto::testing {
+
+// ggml type ids.
+constexpr uint32_t kF32 = 0, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ6_K = 14;
+uint32_t ggml_type(DType dtype);
+
+// Random blocks of a quantised type with sane scales (|d| and m of order 2^-6, finite).
+std::vector<unsigned char> random_blocks(DType dtype, size_t values, uint64_t seed);
+
+// Writes GGUF version 3 files.
+class GgufWriter {
+ public:
+  void u32(const std::string& key, uint32_t v) { entry(key, 4), put(v); }
+  void f32(const std::string& key, float v) { entry(key, 6), put(v); }
+  void str(const std::string& key, const std::string& v) { entry(key, 8), put_string(v); }
+  void strings(const std::string& key, const std::vector<std::string>& v);
+  void tensor(const std::string& name, uint32_t type, std::vector<uint64_t> ne, std::vector<unsigned char> data) {
+    tensors_.push_back({name, type, std::move(ne), std::move(data)});
+  }
+  std::vector<unsigned char> bytes() const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    uint32_t type;
+    std::vector<uint64_t> ne;
+    std::vector<unsigned char> data;
+  };
+  template <typename T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    raw_.insert(raw_.end(), p, p + sizeof(T));
+  }
+  void put_string(const std::string& s);
+  void entry(const std::string& key, uint32_t type);
+  std::vector<unsigned char> raw_;
+  std::vector<Tensor> tensors_;
+  uint64_t kv_count_ = 0;
+};
+
+// A tiny llama model: hidden 64, 4 heads of 16 (2 kv heads), MLP 96, vocab 80, 2 layers,
+// context 256; matrices in `dtype`, the embedding in Q8_0, untied output in `dtype`.
+GgufWriter tiny_llama(DType dtype);
+
+// Writes the bytes as model.gguf in a fresh directory and returns its path.
+std::string write_gguf(const std::string& name, const std::vector<unsigned char>& bytes);
+
+}  // namespace ditto::testing

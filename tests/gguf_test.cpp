@@ -88,7 +88,7 @@ TEST(Gguf, ReadsMetadataAndTensors) {
   EXPECT_EQ(g.tensors[0].dtype, DType::Q8_0);
   EXPECT_EQ(g.tensors[0].shape, (std::vector<size_t>{80, 64}));
   const ModelConfig c = gguf_model_config(g);
-  EXPECT_EQ(c.architecture, Architecture::Llama);
+  EXPECT_EQ(c.architecture_name, "llama");
   EXPECT_EQ(c.vocab_size, 80u);
   EXPECT_EQ(c.head_dim, 16u);
   EXPECT_EQ(c.kv_heads, 2u);
@@ -215,6 +215,13 @@ TEST(GgufErrors, ModelsDittoDoesNotRun) {
   GgufWriter extra = tiny_llama(DType::Q4_1);
   extra.tensor("blk.0.attn_q.bias", kF32, {64}, std::vector<unsigned char>(256, 0));
   expect_error([&] { Model::load(testing::write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a decoder");
+  // GGUF metadata goes through config.json's checks (model/config.cpp), named as GGUF's.
+  expect_error([&] { Model::load(testing::write_gguf("eps", tiny_llama(DType::Q4_1, -1e-5f).bytes())); },
+               "GGUF: rms_norm_eps must be a finite number, not negative");
+  GgufWriter family;
+  family.str("general.architecture", "mamba");
+  expect_error([&] { Model::load(testing::write_gguf("mamba", family.bytes())); },
+               "GGUF architecture 'mamba' is not supported; ditto runs qwen3, llama");
   GgufWriter missing;
   missing.str("general.architecture", "llama");
   expect_error([&] { Model::load(testing::write_gguf("missing", missing.bytes())); }, "no metadata 'llama.block_count'");

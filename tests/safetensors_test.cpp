@@ -159,6 +159,9 @@ TEST(Config, RefusesWhatTheDecoderDoesNotImplement) {
   typed["hidden_size"] = "forty";
   expect_error([&] { parse_hf_config(typed.dump()); }, "'hidden_size' must be a positive integer");
   expect_error([&] { parse_hf_config("{"); }, "not valid JSON");
+  auto eps = nlohmann::json::parse(base);
+  eps["rms_norm_eps"] = -1e-6;
+  expect_error([&] { parse_hf_config(eps.dump()); }, "config.json: rms_norm_eps must be a finite number, not negative");
 }
 
 TEST(Config, ReadsOldAndNewRopeSpellings) {

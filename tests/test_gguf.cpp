@@ -64,7 +64,7 @@ std::vector<unsigned char> GgufWriter::bytes() const {
   return out.raw_;
 }
 
-GgufWriter tiny_llama(DType dtype) {
+GgufWriter tiny_llama(DType dtype, float rms_norm_eps) {
   GgufWriter g;
   g.str("general.architecture", "llama");
   g.u32("llama.block_count", 2);
@@ -73,7 +73,7 @@ GgufWriter tiny_llama(DType dtype) {
   g.u32("llama.feed_forward_length", 96);
   g.u32("llama.attention.head_count", 4);
   g.u32("llama.attention.head_count_kv", 2);
-  g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  g.f32("llama.attention.layer_norm_rms_epsilon", rms_norm_eps);
   g.f32("llama.rope.freq_base", 10000.0f);
   g.u32("tokenizer.ggml.eos_token_id", 2);
   uint64_t seed = 1;

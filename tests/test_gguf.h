@@ -47,8 +47,8 @@ class GgufWriter {
 };
 
 // A tiny llama model: hidden 64, 4 heads of 16 (2 kv heads), MLP 96, vocab 80, 2 layers,
-// context 256; matrices in `dtype`, the embedding in Q8_0, untied output in `dtype`.
-GgufWriter tiny_llama(DType dtype);
+// context 256, RMSNorm epsilon as given; matrices in `dtype`, the embedding in Q8_0, untied output in `dtype`.
+GgufWriter tiny_llama(DType dtype, float rms_norm_eps = 1e-5f);
 
 // Writes the bytes as model.gguf in a fresh directory and returns its path.
 std::string write_gguf(const std::string& name, const std::vector<unsigned char>& bytes);

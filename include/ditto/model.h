@@ -7,12 +7,9 @@
 
 namespace ditto {
 
-enum class Architecture { Qwen3, Llama };
-
 // The hyper-parameters of a decoder-only transformer, read from the checkpoint.
 struct ModelConfig {
-  Architecture architecture = Architecture::Qwen3;
-  std::string architecture_name;
+  std::string architecture_name;  // transformers' model_type (src/model/architecture.h)
   size_t vocab_size = 0;
   size_t hidden_size = 0;
   size_t intermediate_size = 0;
@@ -23,7 +20,8 @@ struct ModelConfig {
   size_t max_positions = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
-  bool qk_norm = false;           // Qwen3: RMSNorm on each q and k head before RoPE
+  // What the family's blocks do differently (set by its src/model/architectures/ file):
+  bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3)
   bool tied_embeddings = false;   // the output projection is the embedding matrix
   int64_t bos_token_id = -1;      // -1: none
   int64_t eos_token_id = -1;

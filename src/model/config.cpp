@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ditto/error.h"
+#include "model/architecture.h"
 
 namespace ditto {
 
@@ -14,15 +16,15 @@ namespace {
 
 using nlohmann::json;
 
-size_t positive_size(const json& config, const char* key) {
+size_t positive_size(const json& config, const char* key, const std::string& source) {
   if (!config.contains(key) || !config[key].is_number_integer() || config[key].get<int64_t>() <= 0)
-    throw Error(std::string("config.json: '") + key + "' must be a positive integer");
+    throw Error(source + ": '" + key + "' must be a positive integer");
   return config[key].get<size_t>();
 }
 
-void refuse_if_true(const json& config, const char* key, const std::string& what) {
+void refuse_if_true(const json& config, const char* key, const std::string& what, const std::string& source) {
   if (config.contains(key) && config[key].is_boolean() && config[key].get<bool>())
-    throw Error("config.json: " + what + " ('" + key + "': true) is not supported");
+    throw Error(source + ": " + what + " ('" + key + "': true) is not supported");
 }
 
 int64_t optional_token_id(const json& config, const char* key) {
@@ -36,18 +38,18 @@ int64_t optional_token_id(const json& config, const char* key) {
 // Since transformers 5 the rope settings live in "rope_parameters"; before, in
 // "rope_theta" and "rope_scaling". Only plain RoPE is implemented: any other type, in
 // either place, is refused rather than ignored.
-double parse_rope_theta(const json& config) {
+double parse_rope_theta(const json& config, const std::string& source) {
   double theta = config.value("rope_theta", 10000.0);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     if (!config.contains(key) || config[key].is_null()) continue;
     const json& rope = config[key];
-    if (!rope.is_object()) throw Error(std::string("config.json: '") + key + "' must be an object");
+    if (!rope.is_object()) throw Error(source + ": '" + key + "' must be an object");
     const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
     if (type != "default")
-      throw Error("config.json: rope scaling of type '" + type + "' is not supported (only plain RoPE)");
+      throw Error(source + ": rope scaling of type '" + type + "' is not supported (only plain RoPE)");
     theta = rope.value("rope_theta", theta);
   }
-  if (!(theta > 0.0)) throw Error("config.json: rope_theta must be positive");
+  if (!(theta > 0.0)) throw Error(source + ": rope_theta must be positive");
   return theta;
 }
 
@@ -68,15 +70,6 @@ ModelConfig load_hf_config(const std::string& directory) {
   return parse_hf_config(text.str());
 }
 
-bool set_architecture(ModelConfig& config, const std::string& name) {
-  config.architecture_name = name;
-  config.qk_norm = name == "qwen3";
-  if (name == "qwen3") config.architecture = Architecture::Qwen3;
-  else if (name == "llama") config.architecture = Architecture::Llama;
-  else return false;
-  return true;
-}
-
 ModelConfig parse_hf_config(const std::string& json_text) {
   json config;
   try {
@@ -84,38 +77,44 @@ ModelConfig parse_hf_config(const std::string& json_text) {
   } catch (const json::exception& e) {
     throw Error(std::string("config.json is not valid JSON: ") + e.what());
   }
-  if (!config.is_object()) throw Error("config.json must hold a JSON object");
+  return model_config_from_json(config, "config.json");
+}
+
+ModelConfig model_config_from_json(const json& config, const std::string& source) {
+  if (!config.is_object()) throw Error(source + " must hold a JSON object");
   try {
     ModelConfig c;
-    if (!set_architecture(c, config.value("model_type", std::string())))
-      throw Error("config.json: architecture (model_type) '" + c.architecture_name +
-                  "' is not supported; ditto runs qwen3 and llama");
-    c.vocab_size = positive_size(config, "vocab_size");
-    c.hidden_size = positive_size(config, "hidden_size");
-    c.intermediate_size = positive_size(config, "intermediate_size");
-    c.layers = positive_size(config, "num_hidden_layers");
-    c.heads = positive_size(config, "num_attention_heads");
-    c.kv_heads = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()
-                     ? positive_size(config, "num_key_value_heads")
-                     : c.heads;
-    c.head_dim = config.contains("head_dim") && !config["head_dim"].is_null() ? positive_size(config, "head_dim")
-                                                                            : c.hidden_size / c.heads;
-    c.max_positions = config.contains("max_position_embeddings") ? positive_size(config, "max_position_embeddings")
-                                                                 : 4096;
-    check_attention_shape(c, "config.json");
+    c.architecture_name = config.value("model_type", std::string());
+    const Architecture* architecture = find_architecture(c.architecture_name);
+    if (architecture == nullptr)
+      throw Error(source + ": architecture (model_type) '" + c.architecture_name + "' is not supported; ditto runs " +
+                  architecture_names());
+    c.vocab_size = positive_size(config, "vocab_size", source);
+    c.hidden_size = positive_size(config, "hidden_size", source);
+    c.intermediate_size = positive_size(config, "intermediate_size", source);
+    c.layers = positive_size(config, "num_hidden_layers", source);
+    c.heads = positive_size(config, "num_attention_heads", source);
+    const auto given = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
+    c.kv_heads = given("num_key_value_heads") ? positive_size(config, "num_key_value_heads", source) : c.heads;
+    c.head_dim = given("head_dim") ? positive_size(config, "head_dim", source) : c.hidden_size / c.heads;
+    c.max_positions = given("max_position_embeddings") ? positive_size(config, "max_position_embeddings", source) : 4096;
+    check_attention_shape(c, source);
     c.rms_norm_eps = config.value("rms_norm_eps", 1e-6f);
-    c.rope_theta = parse_rope_theta(config);
+    if (!(c.rms_norm_eps >= 0.0f) || std::isinf(c.rms_norm_eps))
+      throw Error(source + ": rms_norm_eps must be a finite number, not negative");
+    c.rope_theta = parse_rope_theta(config, source);
     c.tied_embeddings = config.value("tie_word_embeddings", false);
     c.bos_token_id = optional_token_id(config, "bos_token_id");
     c.eos_token_id = optional_token_id(config, "eos_token_id");
     const std::string activation = config.value("hidden_act", std::string("silu"));
-    if (activation != "silu") throw Error("config.json: hidden_act '" + activation + "' is not supported (only silu)");
-    refuse_if_true(config, "attention_bias", "a bias on the attention projections");
-    refuse_if_true(config, "mlp_bias", "a bias on the MLP projections");
-    refuse_if_true(config, "use_sliding_window", "sliding-window attention");
+    if (activation != "silu") throw Error(source + ": hidden_act '" + activation + "' is not supported (only silu)");
+    refuse_if_true(config, "attention_bias", "a bias on the attention projections", source);
+    refuse_if_true(config, "mlp_bias", "a bias on the MLP projections", source);
+    refuse_if_true(config, "use_sliding_window", "sliding-window attention", source);
+    architecture->read_config(config, c);
     return c;
   } catch (const json::exception& e) {
-    throw Error(std::string("config.json: a field has the wrong type: ") + e.what());
+    throw Error(source + ": a field has the wrong type: " + e.what());
   }
 }
 

@@ -1,8 +1,9 @@
-// GGUF files of the llama and qwen3 architectures: metadata to ModelConfig, tensor names to
-// transformers' names.
+// GGUF files of the families in the registry (model/architecture.h): metadata to ModelConfig,
+// through config.json's terms, and tensor names to transformers' names.
 #include <algorithm>
 
 #include "ditto/error.h"
+#include "model/architecture.h"
 #include "model/config.h"
 #include "model/gguf.h"
 
@@ -50,39 +51,48 @@ std::string hf_tensor_name(const std::string& name) {
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufFile& gguf) {
-  ModelConfig c;
-  if (!set_architecture(c, gguf.get_string("general.architecture")))
-    throw Error("GGUF architecture '" + c.architecture_name + "' is not supported; ditto runs qwen3 and llama");
-  const std::string arch = c.architecture_name + ".";
-  c.layers = positive(gguf, arch + "block_count");
-  c.hidden_size = positive(gguf, arch + "embedding_length");
-  c.intermediate_size = positive(gguf, arch + "feed_forward_length");
-  c.heads = positive(gguf, arch + "attention.head_count");
-  c.kv_heads = gguf.has(arch + "attention.head_count_kv") ? positive(gguf, arch + "attention.head_count_kv") : c.heads;
-  c.head_dim = gguf.has(arch + "attention.key_length") ? positive(gguf, arch + "attention.key_length")
-                                                       : c.hidden_size / c.heads;
-  if (gguf.has(arch + "attention.value_length") && positive(gguf, arch + "attention.value_length") != c.head_dim)
+  const std::string name = gguf.get_string("general.architecture");
+  const Architecture* architecture = find_gguf_architecture(name);
+  if (architecture == nullptr)
+    throw Error("GGUF architecture '" + name + "' is not supported; ditto runs " + architecture_names());
+  const std::string arch = name + ".";
+  // The metadata in config.json's terms, so that one reader checks both kinds of file.
+  nlohmann::json config = {{"model_type", std::string(architecture->name)}};
+  struct Key {
+    const char* gguf;
+    const char* hf;
+    bool required;
+  };
+  for (const Key& key : {Key{"block_count", "num_hidden_layers", true}, Key{"embedding_length", "hidden_size", true},
+                         Key{"feed_forward_length", "intermediate_size", true},
+                         Key{"attention.head_count", "num_attention_heads", true},
+                         Key{"attention.head_count_kv", "num_key_value_heads", false},
+                         Key{"attention.key_length", "head_dim", false},
+                         Key{"context_length", "max_position_embeddings", true}})
+    if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = positive(gguf, arch + key.gguf);
+  config["rms_norm_eps"] = gguf.get_float(arch + "attention.layer_norm_rms_epsilon");
+  if (gguf.has(arch + "rope.freq_base")) config["rope_theta"] = gguf.get_float(arch + "rope.freq_base");
+
+  const size_t head_dim = config.contains("head_dim") ? config["head_dim"].get<size_t>()
+                                                      : config["hidden_size"].get<size_t>() /
+                                                            config["num_attention_heads"].get<size_t>();
+  if (gguf.has(arch + "attention.value_length") && positive(gguf, arch + "attention.value_length") != head_dim)
     throw Error("GGUF: value heads of another size than key heads are not supported");
-  if (gguf.has(arch + "rope.dimension_count") && positive(gguf, arch + "rope.dimension_count") != c.head_dim)
+  if (gguf.has(arch + "rope.dimension_count") && positive(gguf, arch + "rope.dimension_count") != head_dim)
     throw Error("GGUF: RoPE on part of each head (rope.dimension_count != head size) is not supported");
   if (gguf.has(arch + "rope.scaling.type") && gguf.get_string(arch + "rope.scaling.type") != "none")
     throw Error("GGUF: rope scaling of type '" + gguf.get_string(arch + "rope.scaling.type") +
                 "' is not supported (only plain RoPE)");
   if (gguf.has(arch + "expert_count") && gguf.get_uint(arch + "expert_count") != 0)
     throw Error("GGUF: mixture-of-experts models are not supported");
-  c.max_positions = positive(gguf, arch + "context_length");
-  c.rms_norm_eps = gguf.get_float(arch + "attention.layer_norm_rms_epsilon");
-  c.rope_theta = gguf.has(arch + "rope.freq_base") ? gguf.get_float(arch + "rope.freq_base") : 10000.0;
-  if (!(c.rope_theta > 0.0) || !(c.rms_norm_eps >= 0.0f)) throw Error("GGUF: rope.freq_base or the RMSNorm epsilon is out of range");
-  check_attention_shape(c, "GGUF");
 
   const GgufTensorInfo* embedding = find_tensor(gguf, "token_embd.weight");
   if (embedding == nullptr || embedding->shape.size() != 2) throw Error("GGUF: no 2-D tensor 'token_embd.weight'");
-  c.vocab_size = embedding->shape[0];
-  c.tied_embeddings = find_tensor(gguf, "output.weight") == nullptr;
-  if (gguf.has("tokenizer.ggml.bos_token_id")) c.bos_token_id = int64_t(gguf.get_uint("tokenizer.ggml.bos_token_id"));
-  if (gguf.has("tokenizer.ggml.eos_token_id")) c.eos_token_id = int64_t(gguf.get_uint("tokenizer.ggml.eos_token_id"));
-  return c;
+  config["vocab_size"] = embedding->shape[0];
+  config["tie_word_embeddings"] = find_tensor(gguf, "output.weight") == nullptr;
+  for (const char* id : {"bos_token_id", "eos_token_id"})
+    if (gguf.has(std::string("tokenizer.ggml.") + id)) config[id] = gguf.get_uint(std::string("tokenizer.ggml.") + id);
+  return model_config_from_json(config, "GGUF");
 }
 
 TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf) {

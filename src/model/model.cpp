@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "ditto/error.h"
+#include "model/architecture.h"
 #include "model/config.h"
 #include "model/gguf.h"
 #include "model/weights.h"
@@ -29,9 +30,7 @@ std::shared_ptr<const Model> load_gguf(const std::string& path) {
   const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
   ModelConfig config = gguf_model_config(gguf);
   const TensorStore store = gguf_tensor_store(file, gguf);
-  // llama.cpp's converter permutes q/k rows of llama models only (qwen3 uses NeoX RoPE).
-  const QkLayout layout = config.architecture == Architecture::Llama ? QkLayout::InterleavedRope : QkLayout::Transformers;
-  auto weights = pack_hf_weights(store, config, layout);
+  auto weights = pack_hf_weights(store, config, find_architecture(config.architecture_name)->gguf_qk_layout);
   return std::make_shared<Model>(std::move(config), std::move(weights));
 }
 

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "ditto/model.h"
+#include "model/architecture.h"
 #include "model/tensor_store.h"
 #include "tensor/matrix.h"
 
@@ -23,10 +24,6 @@ struct ModelWeights {
 
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
-
-// How the rows of the q and k projections are ordered: as transformers has them, or as
-// llama.cpp's converter permutes them for its RoPE (GGUF files of the llama architecture).
-enum class QkLayout { Transformers, InterleavedRope };
 
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
 // them), checks every shape against the config and packs them, q and k rows in transformers'

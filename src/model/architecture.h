@@ -1,0 +1,39 @@
+#pragma once
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "ditto/model.h"
+
+namespace ditto {
+
+// How the rows of the q and k projections are ordered in a file: as transformers has them, or
+// as llama.cpp's converter permutes them for its RoPE (GGUF files of the llama family).
+enum class QkLayout { Transformers, InterleavedRope };
+
+// What sets one decoder family apart: its names, how its config maps onto ModelConfig beyond
+// the fields every family shares (src/model/config.cpp), and what its blocks do differently
+// (the flags it sets in ModelConfig, which the decoder follows). One file per family in
+// src/model/architectures/, listed in the registry (architecture.cpp).
+struct Architecture {
+  std::string_view name;       // transformers' model_type
+  std::string_view gguf_name;  // GGUF's general.architecture
+  QkLayout gguf_qk_layout;
+  // Reads the family's own fields from config.json (GGUF metadata arrives translated into
+  // config.json's keys), refusing with a ditto::Error what the decoder does not implement.
+  void (*read_config)(const nlohmann::json& config, ModelConfig& out);
+};
+
+// The family of a config.json model_type, or of a GGUF general.architecture; nullptr if ditto
+// does not run it.
+const Architecture* find_architecture(std::string_view model_type);
+const Architecture* find_gguf_architecture(std::string_view gguf_name);
+// "qwen3, llama": the families ditto runs, for error messages.
+std::string architecture_names();
+
+// The registry's entries, one per file in src/model/architectures/.
+const Architecture& qwen3_architecture();
+const Architecture& llama_architecture();
+
+}  // namespace ditto

@@ -1,0 +1,13 @@
+// Qwen3 (transformers' Qwen3ForCausalLM): the Llama block with an RMSNorm on every q and k
+// head before RoPE.
+#include "model/architecture.h"
+
+namespace ditto {
+
+const Architecture& qwen3_architecture() {
+  static const Architecture qwen3{"qwen3", "qwen3", QkLayout::Transformers,
+                                  [](const nlohmann::json&, ModelConfig& c) { c.qk_norm = true; }};
+  return qwen3;
+}
+
+}  // namespace ditto

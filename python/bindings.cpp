@@ -66,8 +66,10 @@ PYBIND11_MODULE(_ditto, m) {
       .def("reset", &ditto::Session::reset);
 
   m.def("gguf_tokenizer", [](const std::string& path) {
-        const ditto::GgufTokenizer tokenizer = ditto::read_gguf_tokenizer(path);
-        return std::make_pair(tokenizer.tokenizer_json, tokenizer.chat_template);
+        const ditto::MappedFile file(path);
+        const ditto::GgufFile gguf = ditto::parse_gguf(std::span(file.data(), file.size()), path);
+        return std::make_pair(ditto::gguf_tokenizer_json(gguf),
+                              gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : "");
       }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");
   m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
         "One user message in the model's (ChatML) chat format, ready to encode.");

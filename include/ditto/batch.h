@@ -37,6 +37,12 @@ struct KVStats {
   size_t prefix_hit_positions = 0;  // positions that open() found cached, over the batch's life
 };
 
+// Pool sizes, in blocks of `block_size` positions: what `bytes` of memory hold for this model and
+// cache type (throws ditto::Error if not one block), and what `sequences` sequences of up to
+// `positions` each may fill, with a copy of a shared block each.
+size_t kv_blocks_for_budget(const ModelConfig& config, DType cache, size_t block_size, size_t bytes);
+size_t kv_blocks_for_sequences(size_t sequences, size_t positions, size_t block_size);
+
 // Many sequences computed together: each forward pass takes rows from any number of
 // sequences (some prefilling many positions, others decoding one), streams the weights once
 // for all of them, and gives every row the bits it would have alone. Keys and values live in

@@ -43,6 +43,14 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return *weights_; }
   size_t parameter_count() const;
+  // Bytes of weights one decode step streams: every matrix once, as packed (the embedding only
+  // as the tied output projection; the one row looked up is negligible).
+  size_t streamed_weight_bytes() const;
+  // Floating-point operations (a multiply-add counts two) to compute one position that attends
+  // to `context` keys, with the output projection counted for a share `logit_share` of positions.
+  double flops_per_position(double context, double logit_share) const;
+  // The type of the layers' matrices, e.g. "bf16" or "q4_1".
+  std::string weight_type() const;
 
  private:
   ModelConfig config_;

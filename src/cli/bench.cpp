@@ -7,16 +7,16 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "kernels/kernels.h"
-#include "model/weights.h"
 
 namespace ditto::cli {
 
@@ -27,9 +27,10 @@ struct BenchOptions {
   size_t prompt = 512;
   size_t generate = 128;
   int repetitions = 5;
-  std::vector<int> threads = {int(std::max(1u, std::thread::hardware_concurrency()))};
+  std::vector<int> threads = {default_threads()};
   std::vector<size_t> chunks = {0};
-  std::string cache_type = "f32";
+  std::vector<size_t> parallel = {1};
+  CacheOptions cache;
   std::string output = "md";
 };
 
@@ -37,6 +38,7 @@ struct Result {
   std::string test;
   int threads;
   size_t chunk;
+  size_t parallel;  // sequences decoding together (1 for prefill)
   std::vector<double> tokens_per_second;
   double mean() const {
     double sum = 0;
@@ -52,28 +54,6 @@ struct Result {
 };
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// As packed: quantised matrices with their f32 scales and one byte per entry (QuantTile).
-size_t matrix_bytes(const MatrixView& m) { return m.panels() * m.panel_bytes(); }
-
-// Bytes of weights one decode step streams: every matrix once (the embedding only as the
-// output projection when tied; the one looked-up row is negligible).
-size_t streamed_weight_bytes(const Model& model) {
-  const ModelWeights& w = model.weights();
-  size_t bytes = matrix_bytes(w.output_matrix());
-  for (const LayerWeights& l : w.layers)
-    for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) bytes += matrix_bytes(m->view());
-  return bytes;
-}
-
-// Multiply-adds count 2 flops. Matmuls of every layer, plus attention over `context` keys
-// (scores and output), plus the output projection for `logit_rows` of `tokens`.
-double flops_per_token(const ModelConfig& c, double mean_context, double logit_fraction) {
-  const double q = double(c.heads * c.head_dim), kv = double(c.kv_heads * c.head_dim), h = double(c.hidden_size);
-  const double layer = 2.0 * (h * q * 2 + h * kv * 2 + 3 * h * double(c.intermediate_size)) +
-                       4.0 * mean_context * double(c.heads * c.head_dim);
-  return double(c.layers) * layer + logit_fraction * 2.0 * h * double(c.vocab_size);
-}
 
 std::vector<int32_t> bench_tokens(size_t count, size_t vocab) {
   std::vector<int32_t> ids(count);
@@ -91,8 +71,8 @@ size_t prefill_chunk(size_t chunk, size_t prompt) { return chunk ? std::min(chun
 Result run_prefill(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, size_t chunk) {
   const auto tokens = bench_tokens(o.prompt, model->config().vocab_size);
   const size_t step = prefill_chunk(chunk, o.prompt);
-  Result result{"pp" + std::to_string(o.prompt), threads, step, {}};
-  Session session(model, {o.prompt, parse_dtype(o.cache_type), threads});
+  Result result{"pp" + std::to_string(o.prompt), threads, step, 1, {}};
+  Session session(model, {o.prompt, o.cache.dtype(), threads});
   for (int r = -1; r < o.repetitions; ++r) {  // r = -1 warms up
     session.reset();
     const auto start = std::chrono::steady_clock::now();
@@ -106,34 +86,45 @@ Result run_prefill(const std::shared_ptr<const Model>& model, const BenchOptions
   return result;
 }
 
-Result run_decode(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads) {
+// `parallel` sequences decode `generate` tokens each, together: one forward pass of `parallel`
+// rows per step. t/s counts the tokens of all of them.
+Result run_decode(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, size_t parallel) {
   const auto tokens = bench_tokens(o.generate, model->config().vocab_size);
-  Result result{"tg" + std::to_string(o.generate), threads, 1, {}};
-  Session session(model, {o.generate, parse_dtype(o.cache_type), threads});
-  for (int r = -1; r < o.repetitions; ++r) {
-    session.reset();
+  Result result{"tg" + std::to_string(o.generate), threads, 1, parallel, {}};
+  BatchOptions options;
+  options.threads = threads;
+  options.cache_dtype = o.cache.dtype();
+  options.prefix_cache = false;
+  options.kv_blocks = o.cache.budget ? kv_blocks_for_budget(model->config(), options.cache_dtype, options.block_size, o.cache.budget)
+                                     : kv_blocks_for_sequences(parallel, o.generate, options.block_size);
+  BatchEngine engine(model, options);
+  for (int r = -1; r < o.repetitions; ++r) {  // r = -1 warms up
+    std::vector<SequenceId> sequences(parallel);
+    for (SequenceId& id : sequences) id = engine.open();
+    std::vector<BatchRow> rows(parallel);
     const auto start = std::chrono::steady_clock::now();
-    for (const int32_t token : tokens) session.decode(token);
-    if (r >= 0) result.tokens_per_second.push_back(double(o.generate) / seconds(std::chrono::steady_clock::now() - start));
+    for (size_t position = 0; position < tokens.size(); ++position) {
+      for (size_t s = 0; s < parallel; ++s) rows[s] = {sequences[s], tokens[(position + s) % tokens.size()], position, true};
+      engine.forward(rows);
+    }
+    if (r >= 0)
+      result.tokens_per_second.push_back(double(parallel * o.generate) / seconds(std::chrono::steady_clock::now() - start));
+    for (const SequenceId id : sequences) engine.close(id);
   }
   return result;
 }
 
-std::string weight_types(const Model& model) {
-  return dtype_name(model.weights().layers.front().q.view().dtype);
-}
-
 void run_bench(const BenchOptions& o) {
   if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
-  const auto model = Model::load(o.model);
+  const auto model = Model::load(model_path(o.model));
   const ModelConfig& c = model->config();
   for (const auto& [tokens, flag] : {std::pair{o.prompt, "-p"}, std::pair{o.generate, "-n"}})
     if (tokens > c.max_positions)
       throw Error(std::string(flag) + " " + std::to_string(tokens) + " is longer than the model's context (" +
                   std::to_string(c.max_positions) + " positions)");
-  const std::string name = std::filesystem::path(o.model).filename().string() + " " + c.architecture_name + " " +
-                           weight_types(*model);
-  const double size_gib = double(streamed_weight_bytes(*model)) / double(1ull << 30);
+  const std::string name = std::filesystem::path(model_path(o.model)).filename().string() + " " + c.architecture_name +
+                           " " + model->weight_type();
+  const double size_gib = double(model->streamed_weight_bytes()) / double(1ull << 30);
   const double params_b = double(model->parameter_count()) / 1e9;
 
   std::vector<Result> results;
@@ -143,14 +134,16 @@ void run_bench(const BenchOptions& o) {
         std::fprintf(stderr, "pp%zu, %d threads, chunk %zu...\n", o.prompt, threads, prefill_chunk(chunk, o.prompt));
         results.push_back(run_prefill(model, o, threads, chunk));
       }
-    if (o.generate > 0) {
-      std::fprintf(stderr, "tg%zu, %d threads...\n", o.generate, threads);
-      results.push_back(run_decode(model, o, threads));
-    }
+    if (o.generate > 0)
+      for (size_t parallel : o.parallel) {
+        std::fprintf(stderr, "tg%zu, %d threads, %zu sequences...\n", o.generate, threads, parallel);
+        results.push_back(run_decode(model, o, threads, parallel));
+      }
   }
 
-  const double pp_flops = flops_per_token(c, double(o.prompt) / 2.0, 1.0 / double(std::max<size_t>(o.prompt, 1)));
-  const double tg_bytes = double(streamed_weight_bytes(*model));
+  const double pp_flops = model->flops_per_position(double(o.prompt) / 2.0, 1.0 / double(std::max<size_t>(o.prompt, 1)));
+  const double tg_flops = model->flops_per_position(double(o.generate) / 2.0, 1.0);
+  const double tg_bytes = double(model->streamed_weight_bytes());
   // The ceiling of prefill, measured now on each thread count (0 where unknown).
   std::map<int, double> fma_peak;
   if (o.prompt > 0)
@@ -159,26 +152,29 @@ void run_bench(const BenchOptions& o) {
     nlohmann::json out = nlohmann::json::array();
     for (const Result& r : results) {
       const bool pp = r.test.rfind("pp", 0) == 0;
-      nlohmann::json row = {{"model", name}, {"size_bytes", streamed_weight_bytes(*model)},
+      nlohmann::json row = {{"model", name}, {"size_bytes", model->streamed_weight_bytes()},
                             {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
-                            {"threads", r.threads}, {"test", r.test}, {"chunk", r.chunk}, {"cache_type", o.cache_type},
+                            {"threads", r.threads}, {"test", r.test}, {"chunk", r.chunk}, {"parallel", r.parallel},
+                            {"cache_type", o.cache.type},
                             {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second}};
       if (pp) {
         row["gflops"] = r.mean() * pp_flops / 1e9;
         row["fma_peak_gflops"] = fma_peak[r.threads];
       } else {
-        row["weight_gbps"] = r.mean() * tg_bytes / 1e9;
+        // Every step streams the weights once, for all its sequences.
+        row["weight_gbps"] = r.mean() / double(r.parallel) * tg_bytes / 1e9;
+        row["gflops"] = r.mean() * tg_flops / 1e9;
       }
       out.push_back(row);
     }
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("| model | size | params | backend | threads | chunk | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+  std::printf("| model | size | params | backend | threads | chunk | sequences | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Result& r : results)
-    std::printf("| %s | %.2f GiB | %.2f B | ditto %s | %d | %zu | %s | %.2f ± %.2f |\n", name.c_str(), size_gib, params_b,
-                kernels::target_name().c_str(), r.threads, r.chunk, r.test.c_str(), r.mean(), r.sd());
+    std::printf("| %s | %.2f GiB | %.2f B | ditto %s | %d | %zu | %zu | %s | %.2f ± %.2f |\n", name.c_str(), size_gib,
+                params_b, kernels::target_name().c_str(), r.threads, r.chunk, r.parallel, r.test.c_str(), r.mean(), r.sd());
   std::printf("\n");
   for (const Result& r : results) {
     if (r.test.rfind("pp", 0) == 0) {
@@ -189,9 +185,11 @@ void run_bench(const BenchOptions& o) {
         std::printf(", %.0f%% of the f32 fma peak measured on %d threads (%.0f GFLOP/s)", 100.0 * gflops / peak,
                     r.threads, peak);
       std::printf("\n");
-    } else
-      std::printf("roofline: %s, %d threads: %.1f GB/s of weights streamed in decode\n", r.test.c_str(), r.threads,
-                  r.mean() * tg_bytes / 1e9);
+    } else {
+      std::printf("roofline: %s, %d threads, %zu sequences: %.1f GB/s of weights streamed in decode, %.1f GFLOP/s\n",
+                  r.test.c_str(), r.threads, r.parallel, r.mean() / double(r.parallel) * tg_bytes / 1e9,
+                  r.mean() * tg_flops / 1e9);
+    }
   }
 }
 
@@ -200,7 +198,7 @@ void run_bench(const BenchOptions& o) {
 void register_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode throughput (like llama-bench)");
-  cmd->add_option("-m,--model", o->model, "GGUF file or checkpoint directory")->required();
+  add_model_option(cmd, o->model);
   cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens to prefill (0 skips the test)")->capture_default_str();
   cmd->add_option("-n,--n-gen", o->generate, "Tokens to generate (0 skips the test)")->capture_default_str();
   cmd->add_option("-r,--repetitions", o->repetitions, "Timed repetitions of each test, after one warm-up")
@@ -209,8 +207,10 @@ void register_bench(CLI::App& app) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--chunk", o->chunks, "Prefill chunk sizes, comma-separated; 0 = the whole prompt")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--cache-type", o->cache_type, "KV cache precision: f32, f16 or bf16")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--parallel", o->parallel,
+                  "Sequences decoding together in the tg test, comma-separated; t/s counts all their tokens")
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 4096));
+  add_cache_options(cmd, o->cache);
   cmd->add_option("-o,--output", o->output, "Output format: md or json")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   cmd->callback([o] { run_bench(*o); });
 }

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ditto/load.h"
 #include "ditto/tokenizer.h"
 
 namespace ditto::cli {
@@ -18,13 +19,10 @@ void register_inspect(CLI::App& app);
 std::string model_path(const std::string& given);
 std::string default_model_description();
 
-// The tokenizer: the tokenizer.json at `tokenizer_path` if given, else the model's (the one in a
-// GGUF file's metadata, or tokenizer.json in a checkpoint directory; the default model's if
-// `model` is empty); with the GGUF file's chat template, if it has one.
-struct ModelTokenizer {
-  Tokenizer tokenizer;
-  std::string chat_template;
-};
-ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path);
+// The tokenizer: the tokenizer.json file if given, else the model's (the default model's if
+// `model` is empty); throws ditto::Error if it has none.
+Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_file);
+// The tokenizer of a model loaded from `path`; throws ditto::Error saying how to give one.
+const Tokenizer& require_tokenizer(const LoadedModel& loaded, const std::string& path);
 
 }  // namespace ditto::cli

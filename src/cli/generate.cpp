@@ -2,21 +2,23 @@
 // --tokens-file for several). With --json it is also the child process of `ditto verify` (see
 // register_generate for the protocol).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <functional>
+#include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "ditto/batch.h"
 #include "ditto/error.h"
-#include "ditto/session.h"
+#include "ditto/load.h"
 #include "ditto/tokenizer.h"
 #include "model/chat.h"
-#include "runtime/generation.h"
+#include "runtime/scheduler.h"
 #include "runtime/token_ids.h"
 #include "runtime/trace.h"
 #include "tensor/hash.h"
@@ -33,9 +35,11 @@ struct GenerateOptions {
   std::string tokens_file;
   int predict = 32;
   size_t chunk = 0;
-  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = default_threads();
   size_t context = 0;
-  std::string cache_type = "f32";
+  CacheOptions cache;
+  size_t parallel = 1;
+  bool prefix_cache = true;
   bool hash = false;
   bool ignore_eos = false;
   bool json = false;
@@ -56,67 +60,115 @@ nlohmann::json trace_json(const TraceRecorder& trace) {
   return steps;
 }
 
-void run_generate(const GenerateOptions& o) {
-  const std::string model_file = model_path(o.model);
-  // A text prompt gets a text answer, streamed; token ids get token ids.
-  std::optional<Tokenizer> tokenizer;
+// The prompts: -p text (with the model's chat template unless --raw), --tokens or --tokens-file.
+std::vector<std::vector<int32_t>> read_prompts(const GenerateOptions& o, const LoadedModel& loaded,
+                                               const std::string& path) {
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
-    ModelTokenizer loaded = load_tokenizer(model_file, o.tokenizer);
-    tokenizer.emplace(std::move(loaded.tokenizer));
-    prompts.push_back(tokenizer->encode(o.raw ? o.prompt : chat_prompt(loaded.chat_template, o.prompt)));
+    const Tokenizer& tokenizer = require_tokenizer(loaded, path);
+    prompts.push_back(tokenizer.encode(o.raw ? o.prompt : chat_prompt(loaded.chat_template, o.prompt)));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
   } else {
     prompts.push_back(parse_token_ids(o.tokens));
   }
   if (prompts[0].empty()) throw Error("the prompt is empty: give text with -p or token ids with --tokens");
-  const auto model = Model::load(model_file);
-  const ModelConfig& config = model->config();
+  return prompts;
+}
+
+void run_generate(const GenerateOptions& o) {
+  LoadOptions load;
+  load.tokenizer = !o.prompt.empty();
+  load.tokenizer_file = o.tokenizer;
+  const std::string path = model_path(o.model);
+  const LoadedModel loaded = load_model(path, load);
+  const auto prompts = read_prompts(o, loaded, path);
+  const ModelConfig& config = loaded.config;
+  if (o.context > config.max_positions)
+    throw Error("-c " + std::to_string(o.context) + " is past the model's context of " +
+                std::to_string(config.max_positions) + " positions");
+  if (o.trace && o.parallel > 1) throw Error("--trace follows one prompt at a time: use it with --parallel 1");
+
   TraceRecorder trace;
-  GenerationOptions generation;
-  generation.chunk = o.chunk;
-  generation.max_tokens = size_t(o.predict);
-  generation.stop_at_eos = !o.ignore_eos;
-  generation.all_prompt_logits = o.hash;
+  BatchOptions batch;
+  batch.threads = o.threads;
+  batch.cache_dtype = o.cache.dtype();
+  batch.prefix_cache = o.prefix_cache;
+  batch.observer = o.trace ? &trace : nullptr;
+  size_t longest = 0;
+  for (const auto& prompt : prompts) longest = std::max(longest, prompt.size());
+  const size_t limit = o.context ? o.context : config.max_positions;
+  batch.kv_blocks = o.cache.budget ? kv_blocks_for_budget(config, batch.cache_dtype, batch.block_size, o.cache.budget)
+                                   : kv_blocks_for_sequences(std::min(o.parallel, prompts.size()),
+                                                             std::min(longest + size_t(o.predict), limit), batch.block_size);
+  BatchEngine engine(loaded.model, batch);
 
-  for (size_t p = 0; p < prompts.size(); ++p) {
-    const std::vector<int32_t>& prompt = prompts[p];
-    SessionOptions session_options;
-    session_options.capacity = o.context ? o.context : std::min(config.max_positions, prompt.size() + size_t(o.predict));
-    session_options.cache_dtype = parse_dtype(o.cache_type);
-    session_options.threads = o.threads;
-    session_options.observer = o.trace ? &trace : nullptr;
-    Session session(model, session_options);
-    trace.clear();
-
-    std::optional<StreamDecoder> text_out;
-    if (tokenizer) text_out.emplace(*tokenizer, /*skip_special=*/true);
-    const auto print_token = [&, first = true](int32_t token) mutable {
-      if (text_out) {
-        std::fputs(text_out->push(token).c_str(), stdout);
-      } else {
-        std::printf("%s%d", first ? "" : " ", token);
-      }
-      std::fflush(stdout);
-      first = false;
-    };
-    const Generation result = generate_greedy(session, prompt, generation, o.json ? std::function<void(int32_t)>() : print_token);
+  // A single prompt streams its tokens as they come; several are printed whole, in prompt order.
+  const bool stream = prompts.size() == 1 && !o.json;
+  std::optional<StreamDecoder> text_out;
+  if (loaded.tokenizer && !o.prompt.empty()) text_out.emplace(*loaded.tokenizer, /*skip_special=*/true);
+  const auto print_ids = [](const std::vector<int32_t>& ids) {
+    for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
+  };
+  const auto on_token = [&, first = true](size_t, int32_t token) mutable {
+    if (!stream) return;
+    if (text_out) std::fputs(text_out->push(token).c_str(), stdout);
+    else std::printf("%s%d", first ? "" : " ", token);
+    std::fflush(stdout);
+    first = false;
+  };
+  const auto print = [&](size_t p, const Generation& result) {
     if (o.json) {
       nlohmann::json line = {{"prompt", p}, {"ids", result.ids}, {"step_hashes", hex(result.step_hashes)}};
       if (o.hash) line["logits_hash"] = hash_hex(result.logits_hash);
       if (o.trace) line["trace"] = trace_json(trace);
       std::printf("%s\n", line.dump().c_str());
     } else {
+      if (!stream) print_ids(result.ids);
       if (text_out) std::fputs(text_out->finish().c_str(), stdout);
       std::printf("\n");
       if (o.hash) std::printf("logits-hash: %s\n", hash_hex(result.logits_hash).c_str());
     }
     std::fflush(stdout);
-    if (result.context_full) std::fprintf(stderr, "stopped: the context of %zu positions is full\n", session.capacity());
-    std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f t/s), chunk %zu; decode: %zu tokens in %.3f s\n",
-                 prompt.size(), result.prefill_seconds, double(prompt.size()) / result.prefill_seconds,
-                 o.chunk ? o.chunk : prompt.size(), result.ids.size(), result.decode_seconds);
+    if (result.stop == StopReason::ContextFull)
+      std::fprintf(stderr, "prompt %zu stopped: the context of %zu positions is full\n", p, limit);
+    if (o.parallel == 1)
+      std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f t/s, %zu from the prefix cache), chunk %zu; decode: %zu tokens in %.3f s\n",
+                   prompts[p].size(), result.prefill_seconds,
+                   double(prompts[p].size() - result.cached_positions) / result.prefill_seconds, result.cached_positions,
+                   o.chunk ? o.chunk : prompts[p].size(), result.ids.size(), result.decode_seconds);
+    trace.clear();  // --trace runs one prompt at a time
+  };
+  std::map<size_t, Generation> done;  // finished, waiting for earlier prompts to be printed
+  size_t next_to_print = 0, generated = 0;
+  const auto on_finish = [&](size_t p, Generation result) {
+    generated += result.ids.size();
+    done.emplace(p, std::move(result));
+    for (auto found = done.find(next_to_print); found != done.end(); found = done.find(next_to_print)) {
+      print(next_to_print++, found->second);
+      done.erase(found);
+    }
+  };
+
+  Scheduler scheduler(engine, {o.parallel, o.chunk, 0}, on_token, on_finish);
+  size_t prompt_tokens = 0;
+  for (const auto& prompt : prompts) {
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.max_tokens = size_t(o.predict);
+    if (!o.ignore_eos) request.stop_tokens = loaded.stop_tokens;
+    request.max_length = limit;
+    request.all_prompt_logits = o.hash;
+    scheduler.submit(std::move(request));
+    prompt_tokens += prompt.size();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  scheduler.run();
+  if (o.parallel > 1) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%zu prompts (%zu tokens, %zu from the prefix cache) and %zu generated tokens in %.3f s, up to %zu in flight: %.1f generated t/s\n",
+                 prompts.size(), prompt_tokens, engine.kv_stats().prefix_hit_positions, generated, seconds, o.parallel,
+                 double(generated) / seconds);
   }
 }
 
@@ -131,30 +183,35 @@ void register_generate(CLI::App& app) {
       "\"logits_hash\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
       "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
       "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
-  cmd->add_option("-m,--model", options->model,
-                  "GGUF file or checkpoint directory (default: " + default_model_description() + ")");
+  add_model_option(cmd, options->model);
   CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
   CLI::Option* tokens = cmd->add_option("--tokens", options->tokens, "Prompt as space-separated token ids")->excludes(text);
-  cmd->add_option("--tokens-file", options->tokens_file,
-                  "Prompts as token ids, one prompt per line, each continued in a fresh session")
-      ->excludes(text)->excludes(tokens);
-  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json for -p (default: the model's)");
+  CLI::Option* tokens_file =
+      cmd->add_option("--tokens-file", options->tokens_file,
+                      "Prompts as token ids, one prompt per line, each continued as its own sequence")
+          ->excludes(text)->excludes(tokens);
+  add_tokenizer_option(cmd, options->tokenizer);
   cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", options->threads, "Threads (results are identical for any count)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("-c,--ctx-size", options->context, "KV cache capacity in positions; 0 = prompt + predict")
+  add_threads_option(cmd, options->threads);
+  cmd->add_option("-c,--ctx-size", options->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str();
-  cmd->add_option("--cache-type", options->cache_type, "KV cache precision: f32, f16 or bf16")
-      ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  add_cache_options(cmd, options->cache);
+  cmd->add_option("--parallel", options->parallel,
+                  "With --tokens-file: prompts in flight at once, in one batch (results are identical for any N)")
+      ->capture_default_str()->check(CLI::Range(1, 4096))->needs(tokens_file);
+  cmd->add_flag("!--no-prefix-cache", options->prefix_cache,
+                "Compute every prompt position, instead of reusing those an earlier prompt computed (the results "
+                "are identical)");
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
   cmd->add_flag("--raw", options->raw,
                 "Encode the -p text as it is; by default a model with a ChatML chat template (such as the default "
                 "model) gets it as one user message");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the end-of-sequence token");
   cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
-  cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")->needs("--json");
+  cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")
+      ->needs("--json");
   cmd->callback([options] { run_generate(*options); });
 }
 

@@ -8,29 +8,29 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "ditto/error.h"
+#include "ditto/load.h"
 #include "ditto/tokenizer.h"
-#include "model/gguf.h"
 #include "runtime/token_ids.h"
 
 namespace ditto::cli {
 
-ModelTokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_path) {
-  if (!tokenizer_path.empty()) return {Tokenizer::from_file(tokenizer_path), ""};
-  const std::string model_file = model_path(model);
-  if (!std::filesystem::is_directory(model_file)) {  // a GGUF file (or a path that says why not)
-    try {
-      GgufTokenizer gguf = read_gguf_tokenizer(model_file);
-      return {Tokenizer::from_json(gguf.tokenizer_json), std::move(gguf.chat_template)};
-    } catch (const Error& e) {
-      throw Error("the tokenizer of " + model_file + ": " + e.what());
-    }
-  }
-  const std::filesystem::path beside_model = std::filesystem::path(model_file) / "tokenizer.json";
-  if (!std::filesystem::exists(beside_model)) {
-    throw Error("no tokenizer.json in " + model_file + ": give one with --tokenizer");
-  }
-  return {Tokenizer::from_file(beside_model.string()), ""};
+const Tokenizer& require_tokenizer(const LoadedModel& loaded, const std::string& path) {
+  if (!loaded.tokenizer)
+    throw Error(std::filesystem::is_directory(path) ? "no tokenizer.json in " + path + ": give one with --tokenizer"
+                                                    : "no tokenizer in " + path + "'s metadata: give one with --tokenizer");
+  return *loaded.tokenizer;
+}
+
+Tokenizer load_tokenizer(const std::string& model, const std::string& tokenizer_file) {
+  if (!tokenizer_file.empty()) return Tokenizer::from_file(tokenizer_file);
+  const std::string path = model_path(model);
+  LoadOptions options;
+  options.weights = false;
+  LoadedModel loaded = load_model(path, options);
+  require_tokenizer(loaded, path);
+  return std::move(*loaded.tokenizer);
 }
 
 namespace {
@@ -47,10 +47,8 @@ struct TokenizerOptions {
 };
 
 void add_tokenizer_options(CLI::App* command, TokenizerOptions& options) {
-  command->add_option("-m,--model", options.model,
-                      "GGUF file, or checkpoint directory holding tokenizer.json (default: " +
-                          default_model_description() + ")");
-  command->add_option("--tokenizer", options.tokenizer, "tokenizer.json to use (instead of the model's)");
+  add_model_option(command, options.model);
+  add_tokenizer_option(command, options.tokenizer);
 }
 
 std::string read_all(std::istream& in) {
@@ -58,7 +56,7 @@ std::string read_all(std::istream& in) {
 }
 
 void run_tokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer);
   const std::string text = o.text_given ? o.text : read_all(std::cin);
   const std::vector<int32_t> ids = tokenizer.encode(text, !o.special_as_text);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -72,7 +70,7 @@ void run_tokenize(const TokenizerOptions& o) {
 }
 
 void run_detokenize(const TokenizerOptions& o) {
-  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer).tokenizer;
+  const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer);
   std::vector<int32_t> ids = o.ids;
   if (ids.empty()) ids = parse_token_ids(read_all(std::cin));
   const std::string text = tokenizer.decode(ids, o.skip_special);

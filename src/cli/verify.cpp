@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "ditto/error.h"
 #include "ditto/tokenizer.h"
 #include "runtime/token_ids.h"
@@ -75,7 +76,7 @@ std::vector<std::string> child_command(const VerifyOptions& o, const std::string
   std::vector<std::string> argv = {"/proc/self/exe", "generate",  "-m",           o.model,
                                    "--tokens-file",  prompt_file, "-n",           std::to_string(o.predict),
                                    "--chunk",        std::to_string(c.chunk),     "-t", std::to_string(c.threads),
-                                   "--cache-type",   o.cache_type, "--ignore-eos", "--json"};
+                                   "--cache-type",   o.cache_type, "--ignore-eos", "--no-prefix-cache", "--json"};
   if (o.trace) argv.push_back("--trace");
   return argv;
 }
@@ -96,7 +97,7 @@ struct Prompts {
 std::optional<Tokenizer> load_tokenizer(const VerifyOptions& o) {
   const bool beside_model = std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json");
   if (o.ids && o.tokenizer.empty() && !beside_model) return std::nullopt;
-  return cli::load_tokenizer(o.model, o.tokenizer).tokenizer;
+  return cli::load_tokenizer(o.model, o.tokenizer);
 }
 
 Prompts read_prompts(const VerifyOptions& o, const std::optional<Tokenizer>& tokenizer) {
@@ -181,7 +182,8 @@ void register_verify(CLI::App& app) {
   cmd->footer(
       "Each (run, mode, thread count) is a fresh child process, run one after another (run 1 of every mode\n"
       "and thread count, then run 2, ...):\n"
-      "  ditto generate -m MODEL --tokens-file IDS -n N --chunk C -t T --cache-type X --ignore-eos --json [--trace]\n"
+      "  ditto generate -m MODEL --tokens-file IDS -n N --chunk C -t T --cache-type X --ignore-eos --no-prefix-cache\n"
+      "    --json [--trace]\n"
       "which prints a JSON line per prompt: the greedy ids and the hash of the logits of every step (see\n"
       "`ditto generate --help`). The first child (first mode, first thread count, run 1) is the baseline: a\n"
       "run agrees when its ids equal the oracle row (without --oracle: the baseline's) and its logits hash\n"
@@ -198,8 +200,7 @@ void register_verify(CLI::App& app) {
   CLI::Option* prompts = cmd->add_option(
       "-p,--prompts", options->prompts, "Prompts, one per line, as text (default: the seed report's eight prompts)");
   cmd->add_flag("--ids", options->ids, "The prompt file holds token ids, space-separated, instead of text")->needs(prompts);
-  cmd->add_option("--tokenizer", options->tokenizer,
-                  "tokenizer.json for text prompts and for showing ids as text (default: the model's own)");
+  add_tokenizer_option(cmd, options->tokenizer);
   cmd->add_option("--modes", options->modes, "Prefill modes to compare: 'whole' or a chunk size in tokens")
       ->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Thread counts to compare")->capture_default_str();
@@ -207,7 +208,7 @@ void register_verify(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-n,--predict", options->predict, "Greedy tokens per prompt")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--oracle", options->oracle, "Expected ids, one row of space-separated ids per prompt (the seed's format)");
-  cmd->add_option("--cache-type", options->cache_type, "KV cache precision: f32, f16 or bf16")
+  cmd->add_option("--cache-type", options->cache_type, "KV cache precision of the runs: f32, f16 or bf16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_flag("--json", options->json, "Print the report as JSON");
   cmd->add_flag("--trace", options->trace, "Name the first layer and operation where diverging runs part");

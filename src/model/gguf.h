@@ -71,14 +71,9 @@ ModelConfig gguf_model_config(const GgufFile& gguf);
 // ...), so that pack_hf_weights packs them. A tensor ditto does not know is refused.
 TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf);
 
-// The tokenizer of the GGUF file at `path` (tokenizer.ggml.*: tokens, token types, merges,
-// pre-tokenizer name) as a Hugging Face tokenizer.json for Tokenizer::from_json, and its chat
-// template (tokenizer.chat_template, empty if none). Byte-level BPE ('gpt2') with a
-// pre-tokenizer gguf_tokenizer.cpp knows; anything else is refused with a ditto::Error.
-struct GgufTokenizer {
-  std::string tokenizer_json;
-  std::string chat_template;
-};
-GgufTokenizer read_gguf_tokenizer(const std::string& path);
+// The tokenizer of a GGUF file (tokenizer.ggml.*: tokens, token types, merges, pre-tokenizer
+// name) as a Hugging Face tokenizer.json for Tokenizer::from_json. Byte-level BPE ('gpt2') with
+// a pre-tokenizer gguf_tokenizer.cpp knows; anything else is refused with a ditto::Error.
+std::string gguf_tokenizer_json(const GgufFile& gguf);
 
 }  // namespace ditto

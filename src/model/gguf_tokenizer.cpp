@@ -29,9 +29,7 @@ json pre_tokenizer(const std::string& pre) {
 
 }  // namespace
 
-GgufTokenizer read_gguf_tokenizer(const std::string& path) {
-  const MappedFile file(path);
-  const GgufFile gguf = parse_gguf(std::span(file.data(), file.size()), "'" + path + "'");
+std::string gguf_tokenizer_json(const GgufFile& gguf) {
   const std::string model = gguf.get_string("tokenizer.ggml.model");
   if (model != "gpt2") throw Error("GGUF: tokenizer model '" + model + "' is not supported (only byte-level BPE, 'gpt2')");
   const std::vector<std::string>& tokens = gguf.get_string_array("tokenizer.ggml.tokens");
@@ -60,7 +58,7 @@ GgufTokenizer read_gguf_tokenizer(const std::string& path) {
        {{"type", "BPE"}, {"dropout", nullptr}, {"byte_fallback", false}, {"ignore_merges", false},
         {"vocab", vocab}, {"merges", gguf.get_string_array("tokenizer.ggml.merges")}}},
   };
-  return {document.dump(), gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : ""};
+  return document.dump();
 }
 
 }  // namespace ditto

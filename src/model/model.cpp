@@ -1,11 +1,6 @@
 #include "ditto/model.h"
 
-#include <filesystem>
-
-#include "ditto/error.h"
-#include "model/architecture.h"
-#include "model/config.h"
-#include "model/gguf.h"
+#include "ditto/load.h"
 #include "model/weights.h"
 
 namespace ditto {
@@ -25,26 +20,30 @@ size_t Model::parameter_count() const {
 
 namespace {
 
-std::shared_ptr<const Model> load_gguf(const std::string& path) {
-  auto file = std::make_shared<MappedFile>(path);
-  const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
-  ModelConfig config = gguf_model_config(gguf);
-  const TensorStore store = gguf_tensor_store(file, gguf);
-  auto weights = pack_hf_weights(store, config, find_architecture(config.architecture_name)->gguf_qk_layout);
-  return std::make_shared<Model>(std::move(config), std::move(weights));
-}
+size_t packed_bytes(const MatrixView& m) { return m.panels() * m.panel_bytes(); }
 
 }  // namespace
 
+size_t Model::streamed_weight_bytes() const {
+  size_t bytes = packed_bytes(weights_->output_matrix());
+  for (const LayerWeights& l : weights_->layers)
+    for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) bytes += packed_bytes(m->view());
+  return bytes;
+}
+
+double Model::flops_per_position(double context, double logit_share) const {
+  const ModelConfig& c = config_;
+  const double q = double(c.heads * c.head_dim), kv = double(c.kv_heads * c.head_dim), h = double(c.hidden_size);
+  const double layer = 2.0 * (h * q * 2 + h * kv * 2 + 3 * h * double(c.intermediate_size)) + 4.0 * context * q;
+  return double(c.layers) * layer + logit_share * 2.0 * h * double(c.vocab_size);
+}
+
+std::string Model::weight_type() const { return dtype_name(weights_->layers.front().q.view().dtype); }
+
 std::shared_ptr<const Model> Model::load(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (fs::is_regular_file(path)) return load_gguf(path);
-  if (!fs::is_directory(path))
-    throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights) nor a GGUF file");
-  ModelConfig config = load_hf_config(path);
-  const TensorStore store = load_safetensors_checkpoint(path);
-  auto weights = pack_hf_weights(store, config);
-  return std::make_shared<Model>(std::move(config), std::move(weights));
+  LoadOptions options;
+  options.tokenizer = false;
+  return load_model(path, options).model;
 }
 
 }  // namespace ditto

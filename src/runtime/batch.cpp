@@ -21,6 +21,19 @@ size_t blocks_for(size_t positions, size_t block_size) { return (positions + blo
 
 }  // namespace
 
+size_t kv_blocks_for_budget(const ModelConfig& config, DType cache, size_t block_size, size_t bytes) {
+  const size_t per_block = KVPool::block_bytes(config, cache, block_size);
+  if (bytes < per_block)
+    throw Error("a KV budget of " + std::to_string(bytes) + " bytes holds no block: one block of " +
+                std::to_string(block_size) + " positions takes " + std::to_string(per_block) + " bytes with a " +
+                dtype_name(cache) + " cache");
+  return bytes / per_block;
+}
+
+size_t kv_blocks_for_sequences(size_t sequences, size_t positions, size_t block_size) {
+  return sequences * (blocks_for(positions, block_size) + 1);
+}
+
 struct BatchEngine::State {
   KVPool pool;
   std::vector<ref::KVLayerView> layers;

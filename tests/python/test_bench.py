@@ -48,11 +48,26 @@ def test_markdown_table_and_roofline_lines(checkpoint):
     result = bench("-m", checkpoint, "-p", "16", "-n", "3", "-r", "1", "-t", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "| model | size | params | backend | threads | chunk | test | t/s |"
-    assert [line.split("|")[7].strip() for line in lines[2:4]] == ["pp16", "tg3"]
+    assert lines[0] == "| model | size | params | backend | threads | chunk | sequences | test | t/s |"
+    assert [line.split("|")[8].strip() for line in lines[2:4]] == ["pp16", "tg3"]
     roofline = [line for line in lines if line.startswith("roofline:")]
     assert len(roofline) == 2
     assert "GFLOP/s in prefill" in roofline[0] and "GB/s of weights streamed in decode" in roofline[1]
+
+
+def test_parallel_decode_has_a_row_per_sequence_count(checkpoint):
+    result = bench("-m", checkpoint, "-p", "0", "-n", "6", "-r", "2", "-t", "2", "--parallel", "1,4,16",
+                   "--cache-type", "bf16", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["test"], r["parallel"]) for r in rows] == [("tg6", 1), ("tg6", 4), ("tg6", 16)]
+    for row in rows:
+        assert row["cache_type"] == "bf16" and row["gflops"] > 0 and row["weight_gbps"] > 0
+    # KV budgets too small: for one block (of 16 positions: 4 KiB here), and for 16 sequences.
+    none = bench("-m", checkpoint, "-p", "0", "-n", "6", "-r", "1", "--kv-budget", "2K")
+    assert none.returncode != 0 and "a KV budget of 2048 bytes holds no block" in none.stderr
+    small = bench("-m", checkpoint, "-p", "0", "-n", "6", "-r", "1", "--parallel", "16", "--kv-budget", "8K")
+    assert small.returncode != 0 and "the KV pool is full" in small.stderr
 
 
 def test_a_chunk_longer_than_the_prompt_is_the_whole_prompt(checkpoint):

@@ -1,0 +1,37 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ditto/model.h"
+#include "ditto/tokenizer.h"
+
+namespace ditto {
+
+struct LoadOptions {
+  bool weights = true;    // false: config, tokenizer and template only (no model)
+  bool tokenizer = true;  // false: skip the tokenizer (token ids only)
+  std::string tokenizer_file;  // a tokenizer.json to use instead of the model's own
+};
+
+// What a model file brings: the model, its tokenizer, its chat template and the tokens that
+// end a turn.
+struct LoadedModel {
+  std::shared_ptr<const Model> model;  // null when loaded without weights
+  ModelConfig config;
+  std::optional<Tokenizer> tokenizer;  // none if the file has none (or none was asked for)
+  std::string chat_template;           // "" if none
+  std::vector<int32_t> stop_tokens;    // ascending: every end-of-sequence / end-of-turn id the files name
+  std::string name;                    // the file or directory name, e.g. to serve the model under
+};
+
+// Loads a GGUF file (parsed once: weights, tokenizer.ggml.*, tokenizer.chat_template, end
+// tokens) or a Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json,
+// tokenizer_config.json or chat_template.jinja for the template, generation_config.json and
+// config.json for the end tokens). Throws ditto::Error naming the file on bad input; a missing
+// tokenizer is no error (tokenizer stays empty), a tokenizer that cannot be read is.
+LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace ditto

@@ -1,0 +1,128 @@
+// One place that turns a model file into everything it brings: model, tokenizer, chat template
+// and end tokens.
+#include "ditto/load.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ditto/error.h"
+#include "model/architecture.h"
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/weights.h"
+
+namespace ditto {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& config, bool from_gguf) {
+  const QkLayout layout = from_gguf ? find_architecture(config.architecture_name)->gguf_qk_layout : QkLayout::Transformers;
+  return std::make_shared<Model>(config, pack_hf_weights(store, config, layout));
+}
+
+void add_stop(std::vector<int32_t>& stops, int64_t id) {
+  if (id >= 0 && id <= INT32_MAX) stops.push_back(int32_t(id));
+}
+
+// An id or a list of ids, as config.json and generation_config.json write eos_token_id.
+void add_stops(std::vector<int32_t>& stops, const json& value) {
+  if (value.is_number_integer()) add_stop(stops, value.get<int64_t>());
+  if (value.is_array())
+    for (const json& id : value)
+      if (id.is_number_integer()) add_stop(stops, id.get<int64_t>());
+}
+
+// A JSON file of a checkpoint directory, or null if it has none. Throws if it cannot be read.
+json read_json(const fs::path& file) {
+  if (!fs::exists(file)) return nullptr;
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw Error("cannot read '" + file.string() + "'");
+  try {
+    return json::parse(text.str());
+  } catch (const json::exception& e) {
+    throw Error("'" + file.string() + "' is not valid JSON: " + e.what());
+  }
+}
+
+void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel& out) {
+  auto file = std::make_shared<MappedFile>(path);
+  const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
+  out.config = gguf_model_config(gguf);
+  if (options.weights) out.model = pack(gguf_tensor_store(file, gguf), out.config, /*from_gguf=*/true);
+  if (options.tokenizer && options.tokenizer_file.empty() && gguf.has("tokenizer.ggml.model")) {
+    try {
+      out.tokenizer = Tokenizer::from_json(gguf_tokenizer_json(gguf));
+    } catch (const Error& e) {
+      throw Error("the tokenizer of " + path + ": " + e.what());
+    }
+  }
+  if (gguf.has("tokenizer.chat_template")) out.chat_template = gguf.get_string("tokenizer.chat_template");
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (gguf.has(key)) add_stop(out.stop_tokens, int64_t(std::min<uint64_t>(gguf.get_uint(key), INT64_MAX)));
+}
+
+void load_checkpoint(const std::string& directory, const LoadOptions& options, LoadedModel& out) {
+  const fs::path dir(directory);
+  // Each file is read once (ditto verify's tests serve config.json through a pipe, once per run).
+  const json config = read_json(dir / "config.json");
+  if (config.is_null()) throw Error("'" + directory + "' has no readable config.json");
+  out.config = model_config_from_json(config, "config.json");
+  if (options.weights) out.model = pack(load_safetensors_checkpoint(directory), out.config, /*from_gguf=*/false);
+  if (options.tokenizer && options.tokenizer_file.empty() && fs::exists(dir / "tokenizer.json"))
+    out.tokenizer = Tokenizer::from_file((dir / "tokenizer.json").string());
+
+  // transformers reads the template from chat_template.jinja if present, else from
+  // tokenizer_config.json (a string, or a list of named templates of which "default" is used).
+  const json tokenizer_config = read_json(dir / "tokenizer_config.json");
+  if (fs::exists(dir / "chat_template.jinja")) {
+    std::ifstream in(dir / "chat_template.jinja");
+    std::ostringstream text;
+    text << in.rdbuf();
+    out.chat_template = text.str();
+  } else if (tokenizer_config.is_object() && tokenizer_config.contains("chat_template")) {
+    const json& chat_template = tokenizer_config["chat_template"];
+    if (chat_template.is_string()) out.chat_template = chat_template.get<std::string>();
+    if (chat_template.is_array())
+      for (const json& named : chat_template)
+        if (named.is_object() && named.value("name", "") == "default") out.chat_template = named.value("template", "");
+  }
+
+  if (config.is_object() && config.contains("eos_token_id")) add_stops(out.stop_tokens, config["eos_token_id"]);
+  const json generation = read_json(dir / "generation_config.json");
+  if (generation.is_object() && generation.contains("eos_token_id")) add_stops(out.stop_tokens, generation["eos_token_id"]);
+  if (out.tokenizer && tokenizer_config.is_object() && tokenizer_config.contains("eos_token")) {
+    const json& eos = tokenizer_config["eos_token"];
+    const std::string text = eos.is_string() ? eos.get<std::string>() : eos.is_object() ? eos.value("content", "") : "";
+    if (const auto id = out.tokenizer->token_to_id(text)) add_stop(out.stop_tokens, *id);
+  }
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const LoadOptions& options) {
+  LoadedModel out;
+  const fs::path normal = fs::path(path).lexically_normal();
+  out.name = normal.has_filename() ? normal.filename().string() : normal.parent_path().filename().string();
+  if (fs::is_regular_file(path)) {
+    load_gguf(path, options, out);
+  } else if (fs::is_directory(path)) {
+    load_checkpoint(path, options, out);
+  } else {
+    throw Error("'" + path + "' is not a checkpoint directory (config.json with safetensors weights) nor a GGUF file");
+  }
+  if (options.tokenizer && !options.tokenizer_file.empty()) out.tokenizer = Tokenizer::from_file(options.tokenizer_file);
+  std::sort(out.stop_tokens.begin(), out.stop_tokens.end());
+  out.stop_tokens.erase(std::unique(out.stop_tokens.begin(), out.stop_tokens.end()), out.stop_tokens.end());
+  return out;
+}
+
+}  // namespace ditto

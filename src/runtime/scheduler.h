@@ -1,0 +1,86 @@
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "ditto/batch.h"
+#include "tensor/hash.h"
+
+namespace ditto {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  size_t max_tokens = 32;
+  std::vector<int32_t> stop_tokens;  // a generated token among these ends it (and is kept)
+  size_t max_length = 0;             // positions the sequence may fill; 0: the model's context
+  bool all_prompt_logits = false;    // compute, and hash, the logits of every prompt position too
+                                     // (computed all: the prefix cache is not used)
+};
+
+enum class StopReason { MaxTokens, StopToken, ContextFull };
+
+struct Generation {
+  std::vector<int32_t> ids;
+  std::vector<uint64_t> step_hashes;  // step_hashes[i]: FNV-1a of the logits that chose ids[i]
+  uint64_t logits_hash = 0;           // FNV-1a of every logits row computed for it, in position order
+  StopReason stop = StopReason::MaxTokens;
+  size_t cached_positions = 0;        // prompt positions the prefix cache served
+  double prefill_seconds = 0, decode_seconds = 0;  // from its start to its first token, then to its end
+};
+
+struct SchedulerOptions {
+  size_t max_sequences = 1;  // sequences in flight at most
+  size_t chunk = 0;          // prompt positions a sequence prefills per pass; 0: all that remain
+  size_t batch_tokens = 0;   // rows per pass at most (decode rows first); 0: no limit
+};
+
+// Continuous batching of generation requests on one BatchEngine: each step() is one forward pass
+// over the decode rows of the running requests and the next prompt chunks of the starting ones;
+// a finished request makes room for the next waiting one at once. A request starts when a
+// sequence is free and the pool can hold all it may grow to (its prompt, max_tokens), so
+// that a running request never runs out of blocks. Tokens are chosen greedily (argmax, ties to
+// the lowest id). What a request gets does not depend on the others: the engine's contract.
+class Scheduler {
+ public:
+  using TokenCallback = std::function<void(size_t request, int32_t token)>;
+  using FinishCallback = std::function<void(size_t request, Generation generation)>;
+
+  Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish);
+
+  // Queues a request and returns its number (0, 1, ... in order of submission). Throws
+  // ditto::Error for an empty prompt, or one that leaves no room to generate in max_length or
+  // could never fit in the pool.
+  size_t submit(GenerationRequest request);
+  // One forward pass (nothing if idle).
+  void step();
+  // Steps until every request is done.
+  void run();
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+
+ private:
+  struct Running {
+    size_t number;
+    GenerationRequest request;
+    SequenceId sequence;
+    size_t fed;        // prompt positions in the cache
+    size_t end;        // positions it may fill: prompt + max_tokens, capped by max_length
+    Generation result;
+    LogitsHash logits_hash;
+    std::chrono::steady_clock::time_point started, first_token;
+  };
+  void admit();
+  size_t blocks_to_grow(const Running& r) const;
+  void finish(size_t index, StopReason reason);
+
+  BatchEngine& engine_;
+  SchedulerOptions options_;
+  TokenCallback on_token_;
+  FinishCallback on_finish_;
+  std::deque<std::pair<size_t, GenerationRequest>> waiting_;
+  std::vector<Running> running_;
+  size_t submitted_ = 0;
+};
+
+}  // namespace ditto

@@ -11,11 +11,12 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
+from ditto_testing import references  # noqa: E402
 
+references.ensure()
+import numpy as np  # noqa: E402
 import ditto  # noqa: E402
 from ditto_testing.models import CHATS, TEXTS, smollm2_gguf  # noqa: E402
 

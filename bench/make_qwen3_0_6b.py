@@ -8,10 +8,15 @@ usage: python bench/make_qwen3_0_6b.py OUT_DIR [--dtype bfloat16|float16]
 import argparse
 import json
 import os
+import sys
 
-import numpy as np
-import torch
-from safetensors.torch import save_file
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from ditto_testing import references  # noqa: E402
+
+references.ensure()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 
 SHAPE = dict(hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, intermediate=3072, vocab=151936)
 

@@ -21,11 +21,13 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(ROOT, "python")]
+from ditto_testing import references  # noqa: E402
+
+references.ensure()
+import numpy as np  # noqa: E402
 import make_qwen3_0_6b as shapes  # noqa: E402  (bench/make_qwen3_0_6b.py)
 
 TOKENIZER = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer.json")

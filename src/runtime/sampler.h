@@ -1,6 +1,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -51,7 +52,7 @@ struct SampledToken {
   // Log-probability of `token` under the model's distribution: log_softmax of the raw logits,
   // before penalties, bias, temperature and filters (as OpenAI and vLLM report). NaN unless
   // params.logprobs.
-  float logprob = 0.0f;
+  float logprob = std::numeric_limits<float>::quiet_NaN();
   std::vector<TokenLogprob> top;  // params.top_logprobs most likely tokens, best first, ties by id
 };
 

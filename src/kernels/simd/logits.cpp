@@ -119,13 +119,13 @@ void SamplingWeights(const float* z, size_t n, float max, float inverse_temperat
   const hn::Half<DF> dh;
   const hn::Rebind<double, decltype(dh)> dd;
   const hn::RebindToSigned<decltype(dd)> di;
+  const hn::RebindToUnsigned<decltype(dd)> du;
   const Weights weights{hn::Set(d, max), hn::Set(d, inverse_temperature)};
   size_t i = 0;
   for (; i + kLanesF <= n; i += kLanesF) {
     const VF w = weights(z + i);
-    int64_t* lanes = reinterpret_cast<int64_t*>(out + i);
-    hn::StoreU(hn::ConvertTo(di, hn::PromoteTo(dd, hn::LowerHalf(dh, w))), di, lanes);
-    hn::StoreU(hn::ConvertTo(di, hn::PromoteTo(dd, hn::UpperHalf(dh, w))), di, lanes + kLanesF / 2);
+    hn::StoreU(hn::BitCast(du, hn::ConvertTo(di, hn::PromoteTo(dd, hn::LowerHalf(dh, w)))), du, out + i);
+    hn::StoreU(hn::BitCast(du, hn::ConvertTo(di, hn::PromoteTo(dd, hn::UpperHalf(dh, w)))), du, out + i + kLanesF / 2);
   }
   ref::sampling_weights(z + i, n - i, max, inverse_temperature, out + i);
 }

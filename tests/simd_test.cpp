@@ -196,16 +196,18 @@ TEST(Simd, BlockMaxAndFirstIndexMatchReference) {
   }
 }
 
-TEST(Simd, IndicesAtLeastMatchesReference) {
+TEST(Simd, IndicesInRangeMatchesReference) {
   for (const size_t n : kRowSizes) {
     const auto x = random_floats(n, n + 1, 4.0f);
-    for (const float threshold : {-INFINITY, -1.0f, 3.5f, x[n / 2], 10.0f}) {
+    for (const auto& [low, high] : std::vector<std::pair<float, float>>{
+             {-INFINITY, INFINITY}, {-1.0f, INFINITY}, {3.5f, INFINITY}, {x[n / 2], INFINITY}, {10.0f, INFINITY},
+             {-1.0f, 1.0f}, {-INFINITY, x[n / 2]}, {x[n / 2], x[n / 2]}, {2.0f, -2.0f}}) {
       std::vector<uint32_t> expected(n);
-      expected.resize(ref::indices_at_least(x.data(), n, threshold, expected.data()));
+      expected.resize(ref::indices_in_range(x.data(), n, low, high, expected.data()));
       for_each_target([&] {
         std::vector<uint32_t> got(n, 12345);
-        got.resize(kernels::indices_at_least(x.data(), n, threshold, got.data()));
-        ASSERT_EQ(got, expected) << n << " " << threshold;
+        got.resize(kernels::indices_in_range(x.data(), n, low, high, got.data()));
+        ASSERT_EQ(got, expected) << n << " [" << low << ", " << high << ")";
       });
     }
   }

@@ -18,7 +18,7 @@ void attention(const float* q, size_t rows, size_t first_pos, const ref::KVLayer
 // Over one row of logits, for the sampler (ref/kernels.h says what each computes).
 float block_max(const float* x, size_t n, float* maxima);
 size_t first_index_of(const float* x, size_t n, float value);
-size_t indices_at_least(const float* x, size_t n, float threshold, uint32_t* ids);
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids);
 uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_temperature);
 void sampling_weights(const float* z, size_t n, float max, float inverse_temperature, uint64_t* weights);
 

@@ -52,16 +52,24 @@ uint64_t sort_key(float value, uint32_t id) {
   uint32_t bits;
   const float normalized = value + 0.0f;
   std::memcpy(&bits, &normalized, 4);
-  const uint32_t increasing = bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+  const uint32_t increasing = bits ^ (uint32_t(int32_t(bits) >> 31) | 0x80000000u);
   return (uint64_t(~increasing) << 32) | id;
+}
+
+// The value of a sort key (+0 for -0).
+float value_of(uint64_t key) {
+  const uint32_t increasing = ~uint32_t(key >> 32);
+  const uint32_t bits = increasing ^ (increasing & 0x80000000u ? 0x80000000u : 0xFFFFFFFFu);
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
 }
 
 uint32_t id_of(uint64_t key) { return uint32_t(key); }
 
 // The element at `target` in the order of the unique integers order(element): the c with
 // (weight of the elements before c) <= target < (that weight + c.weight), for target below the
-// range's total weight. A quickselect: it moves every element before c in the order in front
-// of c, and only sorts what it must.
+// range's total weight. A quickselect: no sort, and the range is reordered.
 template <typename It, typename Order>
 It weighted_select(It first, It last, uint64_t target, Order order) {
   for (;;) {
@@ -283,17 +291,12 @@ int32_t Sampler::draw(const Row& z, const SamplingParams& params, uint64_t posit
       above = threshold;
     }
   }
-  // The top-p head: up to the candidate whose mass reaches `needed`, when it is in.
-  if (top_p && mass >= needed) {
-    const auto last = weighted_select(candidates_.begin(), candidates_.end(), needed - 1,
-                                      [](const Candidate& c) { return c.key; });
-    candidates_.erase(last + 1, candidates_.end());
-  }
-  if (min_p)
-    std::erase_if(candidates_, [&](const Candidate& c) {
-      return ref::scaled_logit(z.value(id_of(c.key)), z.max, inverse_temperature) < min_x;
-    });
-  return draw_from_candidates(bits);
+  // The top-p head ends at the candidate whose mass reaches `needed`, when it is in.
+  const uint64_t last_key = top_p && mass >= needed ? key_at(needed - 1) : ~uint64_t(0);
+  std::erase_if(candidates_, [&](const Candidate& c) {
+    return c.key > last_key || ref::scaled_logit(z.value(id_of(c.key)), z.max, inverse_temperature) < min_x;
+  });
+  return draw_from_candidates(z, bits);
 }
 
 // The sum of the sampling weights of a row, and of each block in block_sums_. Blocks whose
@@ -328,9 +331,9 @@ void Sampler::gather(const Row& row, float threshold, float below) {
   for (size_t block = 0; block < row.maxima.size(); ++block) {
     if (row.maxima[block] < threshold) continue;
     const float* values = row.blocks[block];
-    const size_t count = kernels::indices_at_least(values, row.block_size(block), threshold, ids_.data());
+    const size_t count = kernels::indices_in_range(values, row.block_size(block), threshold, below, ids_.data());
     for (size_t i = 0; i < count; ++i)
-      if (values[ids_[i]] < below) keys_.push_back(sort_key(values[ids_[i]], uint32_t(block * ref::kLogitsBlock + ids_[i])));
+      keys_.push_back(sort_key(values[ids_[i]], uint32_t(block * ref::kLogitsBlock + ids_[i])));
   }
 }
 
@@ -351,12 +354,48 @@ void Sampler::top_by_value(const Row& row, size_t count) {
   keys_.resize(count);
 }
 
-// The draw: the candidate at floor(bits / 2^64 * total weight) in id order.
-int32_t Sampler::draw_from_candidates(uint64_t bits) {
+// The key of the candidate at `target` (below their total weight) in the order of the keys.
+// One pass sums the weights in 64 buckets, equal slices of the candidates' range of values (a
+// bucket's keys all come before the next bucket's); a quickselect finds the target in its bucket.
+uint64_t Sampler::key_at(uint64_t target) {
+  float lowest = value_of(candidates_[0].key), highest = lowest;
+  for (const Candidate& c : candidates_) {
+    lowest = std::min(lowest, value_of(c.key));
+    highest = std::max(highest, value_of(c.key));
+  }
+  // f32 arithmetic that never reverses an order: the bucket does not decrease along the keys.
+  const float scale = highest > lowest ? 63.0f / (highest - lowest) : 0.0f;
+  const auto bucket = [&](const Candidate& c) {
+    return std::min(63u, uint32_t((highest - value_of(c.key)) * scale));
+  };
+  uint64_t sums[64] = {};
+  for (const Candidate& c : candidates_) sums[bucket(c)] += c.weight;
+  uint32_t chosen = 0;
+  while (target >= sums[chosen]) target -= sums[chosen++];
+  bucket_.clear();
+  for (const Candidate& c : candidates_)
+    if (bucket(c) == chosen) bucket_.push_back(c);
+  return weighted_select(bucket_.begin(), bucket_.end(), target, [](const Candidate& c) { return c.key; })->key;
+}
+
+// The draw: the candidate at floor(bits / 2^64 * total weight) in id order. The weights summed
+// per block of ids find the block; sorting the block's few candidates by id, the token.
+int32_t Sampler::draw_from_candidates(const Row& z, uint64_t bits) {
+  block_sums_.assign(z.maxima.size(), 0);
   uint64_t total = 0;
-  for (const Candidate& c : candidates_) total += c.weight;
-  const auto chosen = weighted_select(candidates_.begin(), candidates_.end(), scale_bits(bits, total),
-                                      [](const Candidate& c) { return uint64_t(id_of(c.key)); });
+  for (const Candidate& c : candidates_) {
+    block_sums_[id_of(c.key) / ref::kLogitsBlock] += c.weight;
+    total += c.weight;
+  }
+  uint64_t target = scale_bits(bits, total);
+  size_t block = 0;
+  while (target >= block_sums_[block]) target -= block_sums_[block++];
+  bucket_.clear();
+  for (const Candidate& c : candidates_)
+    if (id_of(c.key) / ref::kLogitsBlock == block) bucket_.push_back(c);
+  std::sort(bucket_.begin(), bucket_.end(), [](const Candidate& a, const Candidate& b) { return id_of(a.key) < id_of(b.key); });
+  auto chosen = bucket_.begin();
+  while (target >= chosen->weight) target -= (chosen++)->weight;
   return int32_t(id_of(chosen->key));
 }
 

@@ -94,7 +94,8 @@ class Sampler {
   void gather(const Row& row, float threshold, float below);
   void add_candidates(const Row& z, float inverse_temperature);
   void top_by_value(const Row& row, size_t count);
-  int32_t draw_from_candidates(uint64_t bits);
+  uint64_t key_at(uint64_t target);
+  int32_t draw_from_candidates(const Row& z, uint64_t bits);
   int32_t draw_from_whole_vocab(const Row& z, float inverse_temperature, uint64_t total, uint64_t bits);
 
   Row raw_, z_;
@@ -103,11 +104,12 @@ class Sampler {
   std::vector<uint64_t> block_sums_;   // sampling weights per block
   std::vector<uint32_t> counts_;       // occurrences in the penalty window (zero between calls)
   std::vector<uint32_t> tokens_;       // the tokens the penalties and bias change
-  std::vector<uint32_t> ids_;          // indices_at_least output
+  std::vector<uint32_t> ids_;          // indices_in_range output
   std::vector<uint64_t> keys_;         // gathered sort keys
   std::vector<float> values_;          // their values, for sampling_weights
   std::vector<uint64_t> weights_;      // and their weights
   std::vector<Candidate> candidates_;  // the tokens the draw chooses from
+  std::vector<Candidate> bucket_;      // those in one bucket or block
 };
 
 // One call of a fresh Sampler.

@@ -71,9 +71,9 @@ float block_max(const float* x, size_t n, float* maxima);
 // The smallest i with x[i] == value, or n if there is none.
 size_t first_index_of(const float* x, size_t n, float value);
 
-// Writes every i with x[i] >= threshold to ids, in increasing order; returns how many.
+// Writes every i with low <= x[i] < high to ids, in increasing order; returns how many.
 // ids must have room for n entries.
-size_t indices_at_least(const float* x, size_t n, float threshold, uint32_t* ids);
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids);
 
 // The sampling weight of a logit z <= max: x = (z - max) * inverse_temperature, then
 // e = exp_f32(x) in [0, 1] as the integer floor(e * 2^kWeightBits). Sums of weights are sums of

@@ -26,10 +26,10 @@ size_t first_index_of(const float* x, size_t n, float value) {
   return n;
 }
 
-size_t indices_at_least(const float* x, size_t n, float threshold, uint32_t* ids) {
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids) {
   size_t count = 0;
   for (size_t i = 0; i < n; ++i)
-    if (x[i] >= threshold) ids[count++] = uint32_t(i);
+    if (low <= x[i] && x[i] < high) ids[count++] = uint32_t(i);
   return count;
 }
 

@@ -56,19 +56,20 @@ size_t FirstIndexOf(const float* x, size_t n, float value) {
   return i + ref::first_index_of(x + i, n - i, value);
 }
 
-size_t IndicesAtLeast(const float* x, size_t n, float threshold, uint32_t* ids) {
+size_t IndicesInRange(const float* x, size_t n, float low, float high, uint32_t* ids) {
   const DF d;
   const hn::RebindToUnsigned<DF> du;
-  const VF limit = hn::Set(d, threshold);
+  const VF low_v = hn::Set(d, low), high_v = hn::Set(d, high);
   auto index = hn::Iota(du, 0);
   const auto step = hn::Set(du, uint32_t(kLanesF));
   size_t count = 0, i = 0;
   for (; i + kLanesF <= n; i += kLanesF, index = hn::Add(index, step)) {
-    const auto keep = hn::Ge(hn::LoadU(d, x + i), limit);
+    const VF v = hn::LoadU(d, x + i);
+    const auto keep = hn::And(hn::Le(low_v, v), hn::Lt(v, high_v));
     if (!hn::AllFalse(d, keep)) count += hn::CompressBlendedStore(index, hn::RebindMask(du, keep), du, ids + count);
   }
   for (; i < n; ++i)
-    if (x[i] >= threshold) ids[count++] = uint32_t(i);
+    if (low <= x[i] && x[i] < high) ids[count++] = uint32_t(i);
   return count;
 }
 
@@ -133,8 +134,8 @@ void SamplingWeights(const float* z, size_t n, float max, float inverse_temperat
 #else
 float BlockMax(const float* x, size_t n, float* maxima) { return ref::block_max(x, n, maxima); }
 size_t FirstIndexOf(const float* x, size_t n, float value) { return ref::first_index_of(x, n, value); }
-size_t IndicesAtLeast(const float* x, size_t n, float threshold, uint32_t* ids) {
-  return ref::indices_at_least(x, n, threshold, ids);
+size_t IndicesInRange(const float* x, size_t n, float low, float high, uint32_t* ids) {
+  return ref::indices_in_range(x, n, low, high, ids);
 }
 uint64_t SumOfWeights(const float* z, size_t n, float max, float inverse_temperature) {
   return ref::sum_of_weights(z, n, max, inverse_temperature);
@@ -152,14 +153,14 @@ namespace ditto::kernels {
 
 HWY_EXPORT(BlockMax);
 HWY_EXPORT(FirstIndexOf);
-HWY_EXPORT(IndicesAtLeast);
+HWY_EXPORT(IndicesInRange);
 HWY_EXPORT(SumOfWeights);
 HWY_EXPORT(SamplingWeights);
 
 float block_max(const float* x, size_t n, float* maxima) { return HWY_DYNAMIC_DISPATCH(BlockMax)(x, n, maxima); }
 size_t first_index_of(const float* x, size_t n, float value) { return HWY_DYNAMIC_DISPATCH(FirstIndexOf)(x, n, value); }
-size_t indices_at_least(const float* x, size_t n, float threshold, uint32_t* ids) {
-  return HWY_DYNAMIC_DISPATCH(IndicesAtLeast)(x, n, threshold, ids);
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids) {
+  return HWY_DYNAMIC_DISPATCH(IndicesInRange)(x, n, low, high, ids);
 }
 uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_temperature) {
   return HWY_DYNAMIC_DISPATCH(SumOfWeights)(z, n, max, inverse_temperature);

@@ -57,19 +57,28 @@ std::vector<float> reference_penalized(std::vector<float> z, const std::vector<i
   return z;
 }
 
-// The tokens the draw chooses from, by id, with their weights (steps 1-9; not greedy).
-std::vector<std::pair<uint32_t, uint64_t>> reference_candidates(const std::vector<float>& logits,
-                                                                const std::vector<int32_t>& history,
-                                                                const SamplingParams& p) {
-  const std::vector<float> z = reference_penalized(logits, history, p);
-  const size_t vocab = z.size();
-  std::vector<uint32_t> order(vocab);
+// The order of step 6: z descending, ties by lower id.
+std::vector<uint32_t> reference_order(const std::vector<float>& z) {
+  std::vector<uint32_t> order(z.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return z[a] > z[b]; });
+  return order;
+}
+
+// The tokens the draw chooses from, by id, with their weights (steps 4-9; not greedy), given
+// the penalised logits z and their order.
+std::vector<std::pair<uint32_t, uint64_t>> reference_candidates(const std::vector<float>& z,
+                                                                std::vector<uint32_t> order,
+                                                                const SamplingParams& p) {
+  const size_t vocab = z.size();
   const float inverse_temperature = 1.0f / float(p.temperature), max = z[order[0]];
   order.resize(p.top_k == 0 ? vocab : std::min(vocab, size_t(p.top_k)));
   std::vector<float> x;
-  for (uint32_t id : order) x.push_back((z[id] - max) * inverse_temperature);
+  std::vector<uint64_t> w;
+  for (uint32_t id : order) {
+    x.push_back((z[id] - max) * inverse_temperature);
+    w.push_back(ref::weight_of(x.back()));
+  }
   size_t kept = order.size();
   if (p.top_p < 1.0) {
     // The shortest head with mass >= top_p * total: mass * 2^s >= m * total, top_p = m / 2^s.
@@ -77,12 +86,13 @@ std::vector<std::pair<uint32_t, uint64_t>> reference_candidates(const std::vecto
     const uint64_t m = uint64_t(std::ldexp(std::frexp(p.top_p, &exponent), 53));
     const int s = 53 - exponent;
     unsigned __int128 total = 0, mass = 0;
-    for (float v : x) total += ref::weight_of(v);
-    for (kept = 0; (mass << s) < m * total; ++kept) mass += ref::weight_of(x[kept]);
+    for (uint64_t v : w) total += v;
+    for (kept = 0; (mass << s) < m * total; ++kept) mass += w[kept];
   }
+  const float min_x = p.min_p == 0.0 ? -INFINITY : float(ref::log_f64(p.min_p));
   std::vector<std::pair<uint32_t, uint64_t>> candidates;
   for (size_t i = 0; i < kept; ++i)
-    if (p.min_p == 0.0 || x[i] >= float(ref::log_f64(p.min_p))) candidates.push_back({order[i], ref::weight_of(x[i])});
+    if (x[i] >= min_x) candidates.push_back({order[i], w[i]});
   std::sort(candidates.begin(), candidates.end());
   return candidates;
 }
@@ -318,10 +328,17 @@ TEST(Sampler, AgreesWithAPlainFullSortImplementation) {
       std::vector<int32_t> history;
       for (int i = 0; i < 100; ++i) history.push_back(int32_t(rng.next() % vocab));
       Sampler sampler;
+      std::vector<float> sorted_z;  // the cases share z unless they penalise: sort once per z
+      std::vector<uint32_t> order;
       for (const Case& c : cases) {
         if (c.params.logit_bias.size() && vocab <= 10) continue;
-        const auto candidates = reference_candidates(logits, history, c.params);
-        for (int i = 0; i < 20; ++i) {
+        const std::vector<float> z = reference_penalized(logits, history, c.params);
+        if (z != sorted_z) {
+          sorted_z = z;
+          order = reference_order(z);
+        }
+        const auto candidates = reference_candidates(z, order, c.params);
+        for (int i = 0; i < (vocab > 100000 ? 3 : 20); ++i) {
           SamplingParams p = c.params;
           p.seed = rng.next();
           const uint64_t position = rng.next() % 5000;

@@ -182,12 +182,12 @@ void Sampler::penalize(std::span<const int32_t> history, const SamplingParams& p
   z_.max = raw_.max;
   z_.blocks = raw_.blocks;
   z_.maxima = raw_.maxima;
-  const bool penalize =
+  const bool penalties =
       params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
-  if (!penalize && params.logit_bias.empty()) return;
+  if (!penalties && params.logit_bias.empty()) return;
 
   tokens_.clear();
-  if (penalize) {
+  if (penalties) {
     const size_t window = params.penalty_window == 0 ? history.size()
                                                      : std::min(history.size(), size_t(params.penalty_window));
     counts_.resize(raw_.size);  // all zero: every call puts back the zeros it changed
@@ -217,7 +217,7 @@ void Sampler::penalize(std::span<const int32_t> history, const SamplingParams& p
     const auto block = std::lower_bound(changed_blocks.begin(), changed_blocks.end(), token / ref::kLogitsBlock);
     return changed_[size_t(block - changed_blocks.begin()) * ref::kLogitsBlock + token % ref::kLogitsBlock];
   };
-  if (penalize) {
+  if (penalties) {
     const float repetition = float(params.repetition_penalty);
     const float presence = float(params.presence_penalty), frequency = float(params.frequency_penalty);
     for (const uint32_t token : tokens_) {

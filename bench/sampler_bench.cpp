@@ -5,9 +5,9 @@
 //   build/bench/sampler_bench [--vocab N] [--calls N]
 //
 // The logits: a normal body (sd 3.5, as SmolLM2-135M's rows measure 2.5-4.4) and a head of
-// tokens above it, chosen so that top-p 0.95 keeps about 1, 100 and several thousand tokens
-// (SmolLM2's rows keep 1 to 3,000). Each line: median microseconds per call over --calls calls
-// at successive positions.
+// tokens above it, chosen so that top-p 0.95 keeps 1, 13 and 3,099 tokens (SmolLM2's rows keep
+// 1 to about 3,000). Each line: median microseconds per call over --calls calls at successive
+// positions.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

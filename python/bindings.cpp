@@ -7,6 +7,7 @@
 #include "ditto/session.h"
 #include "model/chat.h"
 #include "model/gguf.h"
+#include "runtime/sampler.h"
 
 namespace py = pybind11;
 
@@ -20,6 +21,28 @@ py::array_t<float> to_array(std::vector<float> values, size_t vocab) {
   auto* owned = new std::vector<float>(std::move(values));
   py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<float>*>(p); });
   return py::array_t<float>({rows, vocab}, owned->data(), free_when_done);
+}
+
+// SamplingParams from a dict whose keys are the field names; an unknown key is an error.
+ditto::SamplingParams sampling_params(const py::dict& values) {
+  ditto::SamplingParams params;
+  for (const auto& [key, value] : values) {
+    const std::string name = py::str(key);
+    if (name == "temperature") params.temperature = value.cast<double>();
+    else if (name == "top_k") params.top_k = value.cast<int>();
+    else if (name == "top_p") params.top_p = value.cast<double>();
+    else if (name == "min_p") params.min_p = value.cast<double>();
+    else if (name == "repetition_penalty") params.repetition_penalty = value.cast<double>();
+    else if (name == "presence_penalty") params.presence_penalty = value.cast<double>();
+    else if (name == "frequency_penalty") params.frequency_penalty = value.cast<double>();
+    else if (name == "penalty_window") params.penalty_window = value.cast<int>();
+    else if (name == "logit_bias") params.logit_bias = value.cast<std::map<int32_t, double>>();
+    else if (name == "seed") params.seed = value.cast<std::optional<uint64_t>>();
+    else if (name == "logprobs") params.logprobs = value.cast<bool>();
+    else if (name == "top_logprobs") params.top_logprobs = value.cast<int>();
+    else throw ditto::Error("sampling: unknown parameter '" + name + "'");
+  }
+  return params;
 }
 
 }  // namespace
@@ -73,6 +96,22 @@ PYBIND11_MODULE(_ditto, m) {
       }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");
   m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
         "One user message in the model's (ChatML) chat format, ready to encode.");
+
+  m.def(
+      "sample",
+      [](py::array_t<float, py::array::c_style | py::array::forcecast> logits, const std::vector<int32_t>& history,
+         const py::dict& params, uint64_t position) {
+        if (logits.ndim() != 1) throw ditto::Error("sample: the logits must be one row (a 1-D array)");
+        const ditto::SampledToken token = ditto::sample(std::span<const float>(logits.data(), size_t(logits.size())),
+                                                        history, sampling_params(params), position);
+        std::vector<std::pair<int32_t, float>> top;
+        for (const auto& alternative : token.top) top.emplace_back(alternative.token, alternative.logprob);
+        return py::make_tuple(token.token, token.logprob, top);
+      },
+      py::arg("logits"), py::arg("history"), py::arg("params"), py::arg("position"),
+      "One token drawn from one row of logits (docs/sampling.md): (token, logprob, [(token, logprob), ...]).\n"
+      "params: a dict of SamplingParams fields (temperature, top_k, top_p, min_p, repetition_penalty,\n"
+      "presence_penalty, frequency_penalty, penalty_window, logit_bias, seed, logprobs, top_logprobs).");
 
   bind_tokenizer(m);
 }

@@ -222,5 +222,71 @@ TEST(Simd, AttentionDoesNotDependOnWhereBlocksLie) {
     }
 }
 
+// The sampler's kernels over a row of logits: exact results, so every target must give the
+// reference's; sizes around the vector width and the 256-id weight block.
+const size_t kRowSizes[] = {1, 2, 7, 15, 16, 17, 31, 255, 256, 257, 1000, 4099};
+
+TEST(Simd, BlockMaxAndFirstIndexMatchReference) {
+  for (const size_t n : kRowSizes) {
+    auto x = random_floats(n, n, 5.0f);
+    x[(n * 7) / 11] = 9.0f;  // the maximum, twice when n allows
+    x[n - 1] = 9.0f;
+    const size_t blocks = (n + ref::kLogitsBlock - 1) / ref::kLogitsBlock;
+    std::vector<float> expected(blocks);
+    ASSERT_EQ(ref::block_max(x.data(), n, expected.data()), 9.0f);
+    for_each_target([&] {
+      std::vector<float> maxima(blocks);
+      ASSERT_EQ(kernels::block_max(x.data(), n, maxima.data()), 9.0f) << n;
+      ASSERT_TRUE(same_bits(maxima, expected)) << n;
+      ASSERT_EQ(kernels::first_index_of(x.data(), n, 9.0f), ref::first_index_of(x.data(), n, 9.0f)) << n;
+      ASSERT_EQ(kernels::first_index_of(x.data(), n, 100.0f), n) << n;
+      for (const float bad : {NAN, INFINITY, -INFINITY})
+        for (const size_t at : {size_t(0), n / 2, n - 1}) {
+          auto y = x;
+          y[at] = bad;
+          ASSERT_TRUE(std::isnan(kernels::block_max(y.data(), n, maxima.data()))) << n << " " << at;
+        }
+    });
+  }
+}
+
+TEST(Simd, IndicesInRangeMatchesReference) {
+  for (const size_t n : kRowSizes) {
+    const auto x = random_floats(n, n + 1, 4.0f);
+    for (const auto& [low, high] : std::vector<std::pair<float, float>>{
+             {-INFINITY, INFINITY}, {-1.0f, INFINITY}, {3.5f, INFINITY}, {x[n / 2], INFINITY}, {10.0f, INFINITY},
+             {-1.0f, 1.0f}, {-INFINITY, x[n / 2]}, {x[n / 2], x[n / 2]}, {2.0f, -2.0f}}) {
+      std::vector<uint32_t> expected(n);
+      expected.resize(ref::indices_in_range(x.data(), n, low, high, expected.data()));
+      for_each_target([&] {
+        std::vector<uint32_t> got(n, 12345);
+        got.resize(kernels::indices_in_range(x.data(), n, low, high, got.data()));
+        ASSERT_EQ(got, expected) << n << " [" << low << ", " << high << ")";
+      });
+    }
+  }
+}
+
+// Weights of scaled logits x = (z - max) * inverse_temperature from 0 down past -32 (where
+// they reach 0), and x = -inf (a huge inverse temperature).
+TEST(Simd, SamplingWeightsMatchReference) {
+  for (const size_t n : kRowSizes) {
+    auto z = random_floats(n, n + 2, 17.0f);
+    z[n / 3] = 17.0f;
+    for (const float inverse_temperature : {1.0f, 0.37f, 3.0f, 1e30f}) {
+      std::vector<uint64_t> expected(n);
+      ref::sampling_weights(z.data(), n, 17.0f, inverse_temperature, expected.data());
+      const uint64_t expected_sum = ref::sum_of_weights(z.data(), n, 17.0f, inverse_temperature);
+      EXPECT_GE(expected_sum, uint64_t(1) << ref::kWeightBits);
+      for_each_target([&] {
+        std::vector<uint64_t> got(n);
+        kernels::sampling_weights(z.data(), n, 17.0f, inverse_temperature, got.data());
+        ASSERT_EQ(got, expected) << n << " " << inverse_temperature;
+        ASSERT_EQ(kernels::sum_of_weights(z.data(), n, 17.0f, inverse_temperature), expected_sum) << n;
+      });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ditto

@@ -15,6 +15,13 @@ void silu_mul(const float* gate, const float* up, size_t n, float* out);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                float* out, int threads);
 
+// Over one row of logits, for the sampler (ref/kernels.h says what each computes).
+float block_max(const float* x, size_t n, float* maxima);
+size_t first_index_of(const float* x, size_t n, float value);
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids);
+uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_temperature);
+void sampling_weights(const float* z, size_t n, float max, float inverse_temperature, uint64_t* weights);
+
 // Not on the hot path: the reference serves.
 using ref::embedding_row;
 using ref::rope_angles;

@@ -74,3 +74,44 @@ namespace ditto::ref {
 void rope_angles(double theta, size_t head_dim, size_t position, float* cos, float* sin);
 
 }  // namespace ditto::ref
+
+namespace ditto::ref {
+
+// Kernels over one row of logits, for the sampler (docs/sampling.md). Each result is exact
+// (a maximum, an index, a set, an integer sum), so it does not depend on the order of work.
+
+// The row is seen in blocks of kLogitsBlock consecutive ids; the sampler keeps each block's
+// maximum to skip blocks that cannot matter.
+inline constexpr size_t kLogitsBlock = 256;
+
+// Writes the maximum of each block of x[0 .. n-1] (n >= 1) to maxima (ceil(n / kLogitsBlock)
+// entries) and returns the largest value, or NaN if any value is NaN or infinite.
+float block_max(const float* x, size_t n, float* maxima);
+
+// The smallest i with x[i] == value, or n if there is none.
+size_t first_index_of(const float* x, size_t n, float value);
+
+// Writes every i with low <= x[i] < high to ids, in increasing order; returns how many.
+// ids must have room for n entries.
+size_t indices_in_range(const float* x, size_t n, float low, float high, uint32_t* ids);
+
+// The sampling weight of a logit z <= max: x = (z - max) * inverse_temperature, then
+// e = exp_f32(x) in [0, 1] as the integer floor(e * 2^kWeightBits). Sums of weights are sums of
+// integers: exact in any order, and below 2^64 for fewer than 2^20 tokens. Every x below
+// kNoWeightBelow weighs 0 (exp(-32) < 2^-44).
+inline constexpr int kWeightBits = 44;
+inline constexpr float kWeightScale = float(uint64_t(1) << kWeightBits);
+inline constexpr float kNoWeightBelow = -32.0f;
+inline float scaled_logit(float z, float max, float inverse_temperature) { return (z - max) * inverse_temperature; }
+uint64_t weight_of(float x);
+inline uint64_t sampling_weight(float z, float max, float inverse_temperature) {
+  return weight_of(scaled_logit(z, max, inverse_temperature));
+}
+
+// The sum of sampling_weight(z[i], max, inverse_temperature) for i < n (every z[i] <= max).
+uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_temperature);
+
+// weights[i] = sampling_weight(z[i], max, inverse_temperature) for i < n (every z[i] <= max).
+void sampling_weights(const float* z, size_t n, float max, float inverse_temperature, uint64_t* weights);
+
+}  // namespace ditto::ref

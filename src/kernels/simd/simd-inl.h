@@ -70,10 +70,10 @@ HWY_INLINE float FoldLanes(VF (&lanes)[kLaneVectors]) {
   return FoldVector(DF(), lanes[0]);
 }
 
-// exp_f32 of docs/numerics.md, lane by lane, operation for operation.
-HWY_INLINE VF Exp(DF d, VF x) {
-  const hn::RebindToSigned<DF> di;
-  const VF n = hn::Floor(hn::Add(hn::Mul(x, hn::Set(d, 1.44269502162933349609375f)), hn::Set(d, 0.5f)));
+// The reduction and polynomial of exp_f32 (docs/numerics.md), lane by lane: with
+// n = floor(x / ln 2 + 1/2) and r = x - n ln 2, returns p ~ e^r, so that e^x = p * 2^n.
+HWY_INLINE VF ExpPolynomial(DF d, VF x, VF& n) {
+  n = hn::Floor(hn::Add(hn::Mul(x, hn::Set(d, 1.44269502162933349609375f)), hn::Set(d, 0.5f)));
   const VF minus_n = hn::Neg(n);
   VF r = hn::MulAdd(minus_n, hn::Set(d, 0.693145751953125f), x);
   r = hn::MulAdd(minus_n, hn::Set(d, 1.428606765330187045e-06f), r);
@@ -84,7 +84,14 @@ HWY_INLINE VF Exp(DF d, VF x) {
   p = hn::MulAdd(p, r, hn::Set(d, 1.66666667e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  return hn::MulAdd(p, r, hn::Set(d, 1.0f));
+}
+
+// exp_f32 of docs/numerics.md, lane by lane, operation for operation.
+HWY_INLINE VF Exp(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  VF n;
+  const VF p = ExpPolynomial(d, x, n);
   const auto half = hn::ConvertTo(di, hn::Trunc(hn::Mul(n, hn::Set(d, 0.5f))));
   const auto rest = hn::Sub(hn::ConvertTo(di, n), half);
   const auto bias = hn::Set(di, 127);

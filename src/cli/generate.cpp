@@ -40,6 +40,7 @@ struct GenerateOptions {
   CacheOptions cache;
   size_t parallel = 1;
   bool prefix_cache = true;
+  SamplingParams sampling;
   bool hash = false;
   bool ignore_eos = false;
   bool json = false;
@@ -111,15 +112,17 @@ void run_generate(const GenerateOptions& o) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
   };
   const auto on_token = [&, first = true](size_t, int32_t token) mutable {
-    if (!stream) return;
+    if (!stream) return true;
     if (text_out) std::fputs(text_out->push(token).c_str(), stdout);
     else std::printf("%s%d", first ? "" : " ", token);
     std::fflush(stdout);
     first = false;
+    return true;
   };
   const auto print = [&](size_t p, const Generation& result) {
     if (o.json) {
       nlohmann::json line = {{"prompt", p}, {"ids", result.ids}, {"step_hashes", hex(result.step_hashes)}};
+      if (!o.sampling.greedy()) line["seed"] = result.seed;
       if (o.hash) line["logits_hash"] = hash_hex(result.logits_hash);
       if (o.trace) line["trace"] = trace_json(trace);
       std::printf("%s\n", line.dump().c_str());
@@ -130,6 +133,7 @@ void run_generate(const GenerateOptions& o) {
       if (o.hash) std::printf("logits-hash: %s\n", hash_hex(result.logits_hash).c_str());
     }
     std::fflush(stdout);
+    if (!o.sampling.greedy() && !o.sampling.seed) std::fprintf(stderr, "prompt %zu: seed %llu\n", p, (unsigned long long)result.seed);
     if (result.stop == StopReason::ContextFull)
       std::fprintf(stderr, "prompt %zu stopped: the context of %zu positions is full\n", p, limit);
     if (o.parallel == 1)
@@ -159,6 +163,7 @@ void run_generate(const GenerateOptions& o) {
     if (!o.ignore_eos) request.stop_tokens = loaded.stop_tokens;
     request.max_length = limit;
     request.all_prompt_logits = o.hash;
+    request.sampling = o.sampling;
     scheduler.submit(std::move(request));
     prompt_tokens += prompt.size();
   }
@@ -176,11 +181,11 @@ void run_generate(const GenerateOptions& o) {
 
 void register_generate(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt greedily: text in, text out (or token ids in and out)");
+  CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt, greedily or sampled: text in, text out (or token ids in and out)");
   cmd->footer(
       "--json prints one line per prompt: {\"prompt\": i, \"ids\": [...], \"step_hashes\": [...]}, where\n"
       "step_hashes[j] is the FNV-1a hash (16 hex digits) of the logits that chose ids[j]; with --hash also\n"
-      "\"logits_hash\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
+      "\"logits_hash\", when sampling \"seed\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
       "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
       "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
   add_model_option(cmd, options->model);
@@ -198,6 +203,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", options->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str();
   add_cache_options(cmd, options->cache);
+  add_sampling_options(cmd, options->sampling);
   cmd->add_option("--parallel", options->parallel,
                   "With --tokens-file: prompts in flight at once, in one batch (results are identical for any N)")
       ->capture_default_str()->check(CLI::Range(1, 4096))->needs(tokens_file);

@@ -30,4 +30,26 @@ void add_cache_options(CLI::App* command, CacheOptions& cache) {
       ->transform(CLI::AsSizeValue(false));
 }
 
+
+void add_sampling_options(CLI::App* command, SamplingParams& s) {
+  s.temperature = 0.0;
+  command->add_option("--temp", s.temperature, "Temperature; 0 = greedy (the most likely token)")->capture_default_str();
+  command->add_option("--top-k", s.top_k, "Keep the K most likely tokens; 0 = all")->capture_default_str();
+  command->add_option("--top-p", s.top_p, "Keep the most likely tokens that hold this much probability")
+      ->capture_default_str();
+  command->add_option("--min-p", s.min_p, "Keep tokens at least this fraction as likely as the most likely")
+      ->capture_default_str();
+  command->add_option("--repeat-penalty", s.repetition_penalty, "Penalty for tokens in the last --repeat-last-n; 1 = off")
+      ->capture_default_str();
+  command->add_option("--repeat-last-n", s.penalty_window, "Tokens the penalties look back at; 0 = all")
+      ->capture_default_str();
+  command->add_option("--presence-penalty", s.presence_penalty, "Subtracted once from tokens that appeared")
+      ->capture_default_str();
+  command->add_option("--frequency-penalty", s.frequency_penalty, "Subtracted per time a token appeared")
+      ->capture_default_str();
+  command->add_option("--seed", s.seed,
+                      "Seed of the draws: the same seed gives the same tokens, alone or in any batch (default: a "
+                      "fresh one, printed)");
+}
+
 }  // namespace ditto::cli

@@ -5,6 +5,7 @@
 
 #include "ditto/batch.h"
 #include "ditto/dtype.h"
+#include "runtime/sampler.h"
 
 namespace ditto::cli {
 
@@ -23,5 +24,9 @@ struct CacheOptions {
   DType dtype() const { return parse_dtype(type); }
 };
 void add_cache_options(CLI::App* command, CacheOptions& cache);
+
+// The sampler: --temp (default 0: greedy), --top-k, --top-p, --min-p, --repeat-penalty,
+// --repeat-last-n, --presence-penalty, --frequency-penalty, --seed.
+void add_sampling_options(CLI::App* command, SamplingParams& sampling);
 
 }  // namespace ditto::cli

@@ -15,8 +15,6 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 
 size_t blocks_for(size_t positions, size_t block_size) { return (positions + block_size - 1) / block_size; }
 
-int32_t argmax(const float* logits, size_t vocab) { return int32_t(std::max_element(logits, logits + vocab) - logits); }
-
 }  // namespace
 
 Scheduler::Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish)
@@ -37,6 +35,9 @@ size_t Scheduler::submit(GenerationRequest request) {
       throw Error("token id " + std::to_string(token) + " is outside the vocabulary (0.." +
                   std::to_string(config.vocab_size - 1) + ")");
   request.max_length = limit;
+  request.sampling = with_seed(request.sampling);
+  request.sampling.validate(config.vocab_size);
+  std::sort(request.stop_tokens.begin(), request.stop_tokens.end());
   const KVStats pool = engine_.kv_stats();
   const size_t needed = blocks_for(std::min(request.prompt.size() + request.max_tokens, limit), pool.block_size) + 1;
   if (needed > pool.blocks)
@@ -57,7 +58,7 @@ void Scheduler::admit() {
   while (!waiting_.empty() && running_.size() < options_.max_sequences) {
     auto& [number, request] = waiting_.front();
     const SequenceId sequence = engine_.open(request.all_prompt_logits ? std::span<const int32_t>() : request.prompt);
-    Running r{number, std::move(request), sequence, engine_.length(sequence), 0, {}, {}, {}, {}};
+    Running r{number, std::move(request), sequence, engine_.length(sequence), 0, {}, {}, {}, {}, {}};
     r.end = std::min(r.request.prompt.size() + r.request.max_tokens, r.request.max_length);
     size_t promised = blocks_to_grow(r);
     for (const Running& other : running_) promised += blocks_to_grow(other);
@@ -67,6 +68,8 @@ void Scheduler::admit() {
       return;
     }
     r.result.cached_positions = r.fed;
+    r.result.seed = *r.request.sampling.seed;
+    r.history = r.request.prompt;
     r.started = std::chrono::steady_clock::now();
     running_.push_back(std::move(r));
     waiting_.pop_front();
@@ -109,16 +112,20 @@ void Scheduler::step() {
     const float* row = &logits[logit_row++ * vocab];
     r.logits_hash.update(row, vocab);
     if (prompt_row && r.fed < r.request.prompt.size()) continue;  // a prompt row before the last
-    // This row chooses the next token.
-    const int32_t token = argmax(row, vocab);
+    // This row chooses the next token, the one at position history.size().
+    SampledToken sampled = sampler_.sample({row, vocab}, r.history, r.request.sampling, r.history.size());
+    const int32_t token = sampled.token;
     LogitsHash step;
     step.update(row, vocab);
     if (r.result.ids.empty()) r.first_token = std::chrono::steady_clock::now();
     r.result.ids.push_back(token);
+    r.history.push_back(token);
+    if (r.request.sampling.logprobs) r.result.sampled.push_back(std::move(sampled));
     r.result.step_hashes.push_back(step.value());
-    if (on_token_) on_token_(r.number, token);
+    const bool go_on = !on_token_ || on_token_(r.number, token);
     const bool stop = std::binary_search(r.request.stop_tokens.begin(), r.request.stop_tokens.end(), token);
-    if (r.result.ids.size() == r.request.max_tokens) finished.emplace_back(owner[t], StopReason::MaxTokens);
+    if (!go_on) finished.emplace_back(owner[t], StopReason::Stopped);
+    else if (r.result.ids.size() == r.request.max_tokens) finished.emplace_back(owner[t], StopReason::MaxTokens);
     else if (stop) finished.emplace_back(owner[t], StopReason::StopToken);
     else if (engine_.length(r.sequence) == r.request.max_length) finished.emplace_back(owner[t], StopReason::ContextFull);
   }

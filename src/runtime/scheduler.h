@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ditto/batch.h"
+#include "runtime/sampler.h"
 #include "tensor/hash.h"
 
 namespace ditto {
@@ -17,12 +18,15 @@ struct GenerationRequest {
   size_t max_length = 0;             // positions the sequence may fill; 0: the model's context
   bool all_prompt_logits = false;    // compute, and hash, the logits of every prompt position too
                                      // (computed all: the prefix cache is not used)
+  SamplingParams sampling{.temperature = 0.0};  // greedy unless asked; a seed is drawn if missing
 };
 
-enum class StopReason { MaxTokens, StopToken, ContextFull };
+enum class StopReason { MaxTokens, StopToken, ContextFull, Stopped };  // Stopped: by the token callback
 
 struct Generation {
   std::vector<int32_t> ids;
+  std::vector<SampledToken> sampled;  // each token with its logprobs, if the request asked for them
+  uint64_t seed = 0;                  // the seed its draws used (the request's, or one drawn for it)
   std::vector<uint64_t> step_hashes;  // step_hashes[i]: FNV-1a of the logits that chose ids[i]
   uint64_t logits_hash = 0;           // FNV-1a of every logits row computed for it, in position order
   StopReason stop = StopReason::MaxTokens;
@@ -40,18 +44,20 @@ struct SchedulerOptions {
 // over the decode rows of the running requests and the next prompt chunks of the starting ones;
 // a finished request makes room for the next waiting one at once. A request starts when a
 // sequence is free and the pool can hold all it may grow to (its prompt, max_tokens), so
-// that a running request never runs out of blocks. Tokens are chosen greedily (argmax, ties to
-// the lowest id). What a request gets does not depend on the others: the engine's contract.
+// that a running request never runs out of blocks. Tokens are drawn by the sampler
+// (runtime/sampler.h), a pure function of the logits, the request's history, its parameters and
+// the position. What a request gets does not depend on the others: the engine's contract.
 class Scheduler {
  public:
-  using TokenCallback = std::function<void(size_t request, int32_t token)>;
+  // Sees each token as it is chosen; returning false ends the request there (a stop string).
+  using TokenCallback = std::function<bool(size_t request, int32_t token)>;
   using FinishCallback = std::function<void(size_t request, Generation generation)>;
 
   Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish);
 
   // Queues a request and returns its number (0, 1, ... in order of submission). Throws
-  // ditto::Error for an empty prompt, or one that leaves no room to generate in max_length or
-  // could never fit in the pool.
+  // ditto::Error for an empty prompt, one that leaves no room to generate in max_length or could
+  // never fit in the pool, or bad sampling parameters.
   size_t submit(GenerationRequest request);
   // One forward pass (nothing if idle).
   void step();
@@ -67,6 +73,7 @@ class Scheduler {
     size_t fed;        // prompt positions in the cache
     size_t end;        // positions it may fill: prompt + max_tokens, capped by max_length
     Generation result;
+    std::vector<int32_t> history;  // prompt and generated tokens, for the sampler's penalties
     LogitsHash logits_hash;
     std::chrono::steady_clock::time_point started, first_token;
   };
@@ -81,6 +88,7 @@ class Scheduler {
   std::deque<std::pair<size_t, GenerationRequest>> waiting_;
   std::vector<Running> running_;
   size_t submitted_ = 0;
+  Sampler sampler_;
 };
 
 }  // namespace ditto

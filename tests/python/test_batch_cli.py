@@ -123,3 +123,19 @@ def test_bad_options_are_refused(checkpoint, tmp_path, args, message):
                              *args], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_sampled_tokens_with_a_seed_do_not_depend_on_the_batch(checkpoint, tmp_path):
+    """The same seed gives each prompt the same draws alone (--parallel 1) and among others, in any
+    chunking; another seed gives other draws."""
+    prompts = mixed_prompts(384, count=12, seed=4)
+    sampling = ["--temp", "1.3", "--top-k", "50", "--top-p", "0.95", "--repeat-penalty", "1.1", "--seed", "1234"]
+    alone, _ = generate(checkpoint[0], prompts, tmp_path, *sampling, "-t", "1")
+    batched, _ = generate(checkpoint[0], prompts, tmp_path, *sampling, "--parallel", "12", "--chunk", "4")
+    assert alone == batched
+    lines = [json.loads(line) for line in alone.splitlines()]
+    assert all(line["seed"] == 1234 for line in lines)
+    other, _ = generate(checkpoint[0], prompts, tmp_path, *sampling[:-1], "99")
+    assert [json.loads(line)["ids"] for line in other.splitlines()] != [line["ids"] for line in lines]
+    greedy = [json.loads(line)["ids"] for line in generate(checkpoint[0], prompts, tmp_path)[0].splitlines()]
+    assert greedy != [line["ids"] for line in lines]  # it did sample

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "ditto/chat_template.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "model/chat.h"
@@ -71,6 +72,14 @@ PYBIND11_MODULE(_ditto, m) {
       }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");
   m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
         "One user message in the model's (ChatML) chat format, ready to encode.");
+
+  m.def("render_chat_template", [](const std::string& chat_template, const std::string& context_json) {
+        const ditto::ChatTemplate parsed = ditto::ChatTemplate::parse(chat_template);
+        const auto context = nlohmann::ordered_json::parse(context_json);
+        py::gil_scoped_release release;
+        return parsed.render(context);
+      }, py::arg("chat_template"), py::arg("context_json"),
+      "Renders a chat template with the variables of a JSON object; raises ditto.Error on a bad template.");
 
   bind_tokenizer(m);
 }

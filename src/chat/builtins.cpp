@@ -48,7 +48,8 @@ std::string to_string_arg(std::string_view function, const Value& value) {
 }
 
 Value make_generator(std::vector<Value> items) {
-  return Value(Value::Data(std::make_shared<Generator>(Generator{std::move(items), 0})));
+  const int depth = depth_above(items);
+  return Value(Value::Data(std::make_shared<Generator>(Generator{std::move(items), 0, depth})));
 }
 
 Value get_item(const Value& object, const Value& key) {

@@ -10,7 +10,7 @@ namespace {
 
 // Nested evaluation deeper than this (deep expressions, recursive macros) is refused before
 // the stack runs out.
-constexpr int kMaxDepth = 2000;
+constexpr int kMaxDepth = 500;
 
 template <class... Ts>
 struct Overloaded : Ts... {
@@ -190,7 +190,10 @@ Value loop_object(size_t index, size_t count, const std::vector<Value>& items) {
                      if (args.positional.empty()) throw Error("no items for cycling given");
                      return args.positional[index % args.positional.size()];
                    }}))));
-  return Value(Value::Data(std::make_shared<Object>(Object{Object::Kind::Loop, std::move(attributes)})));
+  std::vector<Value> neighbours;
+  for (const auto& entry : attributes.entries) neighbours.push_back(entry.second);
+  const int depth = depth_above(neighbours);
+  return Value(Value::Data(std::make_shared<Object>(Object{Object::Kind::Loop, std::move(attributes), depth})));
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ using Method = Value (*)(Interpreter&, const Value& self, CallArgs& args);
 Value bind(std::string name, const Value& self, Method method) {
   auto callable = std::make_shared<const Callable>(Callable{
       Callable::Kind::Method, name,
-      [self, method](Interpreter& interpreter, CallArgs& args) { return method(interpreter, self, args); }});
+      [self, method](Interpreter& interpreter, CallArgs& args) { return method(interpreter, self, args); },
+      depth_above({self})});
   return Value(Value::Data(std::move(callable)));
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 // Deeper nesting than this is refused, so that neither the parser nor the interpreter can run
 // out of stack.
-constexpr int kMaxNesting = 128;
+constexpr int kMaxNesting = 256;
 
 // Tags of Jinja that chat templates do not need and ditto does not implement.
 constexpr std::string_view kUnsupportedTags[] = {"block", "extends", "include", "import", "from",
@@ -91,14 +91,22 @@ class Parser {
   }
   std::string expect_name() { return expect_kind(TokenKind::Name, "a name").text; }
 
+  // Counts the levels of the tree being built: nested statements and expressions, and each
+  // link of a chain such as a + b + c or x|f|g (which nests to the left).
   struct NestingGuard {
-    explicit NestingGuard(Parser& parser) : parser(parser) {
+    // One level now (a nested statement or expression), or none yet (a chain).
+    explicit NestingGuard(Parser& parser, bool chain = false) : parser(parser) {
+      if (!chain) deeper();
+    }
+    void deeper() {
+      ++levels;
       if (++parser.nesting_ > kMaxNesting) {
         parser.fail_here("the template nests more than " + std::to_string(kMaxNesting) + " levels deep");
       }
     }
-    ~NestingGuard() { --parser.nesting_; }
+    ~NestingGuard() { parser.nesting_ -= levels; }
     Parser& parser;
+    int levels = 0;
   };
 
   // Sets a flag for the duration of a scope.
@@ -360,9 +368,11 @@ class Parser {
   }
 
   ExprPtr parse_condexpr() {
+    NestingGuard chain(*this, true);
     const size_t unknown_before = unknown_.size();
     ExprPtr expr = parse_or();
     while (is_name("if")) {
+      chain.deeper();
       const Location where = current().where;
       advance();
       // Unknown filters and tests anywhere in a conditional expression fail only when reached.
@@ -376,8 +386,10 @@ class Parser {
   }
 
   ExprPtr parse_or() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_and();
     while (is_name("or")) {
+      chain.deeper();
       const Location where = advance().where;
       left = make(where, Binary{BinaryOp::Or, std::move(left), parse_and()});
     }
@@ -385,8 +397,10 @@ class Parser {
   }
 
   ExprPtr parse_and() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_not();
     while (is_name("and")) {
+      chain.deeper();
       const Location where = advance().where;
       left = make(where, Binary{BinaryOp::And, std::move(left), parse_not()});
     }
@@ -430,8 +444,10 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_concat();
     while (is_op("+") || is_op("-")) {
+      chain.deeper();
       const BinaryOp op = current().text == "+" ? BinaryOp::Add : BinaryOp::Subtract;
       const Location where = advance().where;
       left = make(where, Binary{op, std::move(left), parse_concat()});
@@ -440,8 +456,10 @@ class Parser {
   }
 
   ExprPtr parse_concat() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_math2();
     while (is_op("~")) {
+      chain.deeper();
       const Location where = advance().where;
       left = make(where, Binary{BinaryOp::Concat, std::move(left), parse_math2()});
     }
@@ -449,8 +467,10 @@ class Parser {
   }
 
   ExprPtr parse_math2() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain.deeper();
       const std::string& text = current().text;
       const BinaryOp op = text == "*" ? BinaryOp::Multiply
                           : text == "/" ? BinaryOp::Divide
@@ -463,8 +483,10 @@ class Parser {
   }
 
   ExprPtr parse_pow() {
+    NestingGuard chain(*this, true);
     ExprPtr left = parse_unary(true);
     while (is_op("**")) {
+      chain.deeper();
       const Location where = advance().where;
       left = make(where, Binary{BinaryOp::Power, std::move(left), parse_unary(true)});
     }
@@ -553,10 +575,13 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    NestingGuard chain(*this, true);
     while (true) {
       if (is_op(".") || is_op("[")) {
+        chain.deeper();
         node = parse_subscript(std::move(node));
       } else if (is_op("(")) {
+        chain.deeper();
         node = parse_call(std::move(node));
       } else {
         return node;
@@ -565,7 +590,9 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    NestingGuard chain(*this, true);
     while (true) {
+      if (is_op("|") || is_name("is") || is_op("(")) chain.deeper();
       if (is_op("|")) {
         node = parse_filter_chain(std::move(node), false);
       } else if (is_name("is")) {
@@ -628,7 +655,7 @@ class Parser {
   }
 
   ExprPtr parse_call(ExprPtr callee) {
-    const Location where = current().where;
+    const Location where = callee->where;
     Arguments args = parse_call_args();
     return make(where, Call{std::move(callee), std::move(args)});
   }
@@ -647,7 +674,9 @@ class Parser {
   // `| f(args) | g ...` applied to `node` (null: the text of a filter or set block). With
   // `start_inline`, the first filter has no pipe before it.
   ExprPtr parse_filter_chain(ExprPtr node, bool start_inline) {
+    NestingGuard chain(*this, true);
     while (is_op("|") || start_inline) {
+      chain.deeper();
       if (!start_inline) advance();
       start_inline = false;
       const Location where = current().where;

@@ -1,5 +1,6 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat/py_text.h"
@@ -23,6 +24,39 @@ void Dict::set(std::string key, Value value) {
     }
   }
   entries.emplace_back(std::move(key), std::move(value));
+}
+
+int depth_above(const std::vector<Value>& items) {
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth());
+  if (deepest >= kMaxValueDepth) {
+    throw Error("a value nests more than " + std::to_string(kMaxValueDepth) + " levels deep");
+  }
+  return deepest + 1;
+}
+
+Value::Value(List list) {
+  list.depth = depth_above(list.items);
+  data_ = std::make_shared<const List>(std::move(list));
+}
+
+Value::Value(Dict dict) {
+  int deepest = 0;
+  for (const auto& entry : dict.entries) deepest = std::max(deepest, entry.second.depth());
+  if (deepest >= kMaxValueDepth) {
+    throw Error("a value nests more than " + std::to_string(kMaxValueDepth) + " levels deep");
+  }
+  dict.depth = deepest + 1;
+  data_ = std::make_shared<const Dict>(std::move(dict));
+}
+
+int Value::depth() const {
+  if (const List* l = list()) return l->depth;
+  if (const Dict* d = dict()) return d->depth;
+  if (is<std::shared_ptr<Generator>>()) return as<std::shared_ptr<Generator>>()->depth;
+  if (is<std::shared_ptr<Object>>()) return as<std::shared_ptr<Object>>()->depth;
+  if (is<std::shared_ptr<const Callable>>()) return as<std::shared_ptr<const Callable>>()->depth;
+  return 0;
 }
 
 const List* Value::list() const {
@@ -82,57 +116,54 @@ std::string Value::type_name() const {
 
 namespace {
 
-std::string join_repr(const std::vector<Value>& items) {
+std::string repr_at(const Value& value, int depth);
+
+std::string join_repr(const std::vector<Value>& items, int depth) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ", ";
-    out += items[i].repr();
+    out += repr_at(items[i], depth);
   }
   return out;
 }
 
-std::string dict_repr(const Dict& dict) {
+std::string dict_repr(const Dict& dict, int depth) {
   std::string out = "{";
   for (size_t i = 0; i < dict.entries.size(); ++i) {
     if (i > 0) out += ", ";
-    out += py::repr(dict.entries[i].first) + ": " + dict.entries[i].second.repr();
+    out += py::repr(dict.entries[i].first) + ": " + repr_at(dict.entries[i].second, depth);
   }
   return out + "}";
 }
 
-std::string list_repr(const List& list) {
+std::string list_repr(const List& list, int depth) {
   switch (list.kind) {
     case SequenceKind::Tuple:
-      return "(" + join_repr(list.items) + (list.items.size() == 1 ? ",)" : ")");
-    case SequenceKind::Keys: return "dict_keys([" + join_repr(list.items) + "])";
-    case SequenceKind::Values: return "dict_values([" + join_repr(list.items) + "])";
-    case SequenceKind::Items: return "dict_items([" + join_repr(list.items) + "])";
+      return "(" + join_repr(list.items, depth) + (list.items.size() == 1 ? ",)" : ")");
+    case SequenceKind::Keys: return "dict_keys([" + join_repr(list.items, depth) + "])";
+    case SequenceKind::Values: return "dict_values([" + join_repr(list.items, depth) + "])";
+    case SequenceKind::Items: return "dict_items([" + join_repr(list.items, depth) + "])";
     case SequenceKind::List: break;
   }
-  return "[" + join_repr(list.items) + "]";
+  return "[" + join_repr(list.items, depth) + "]";
 }
 
-}  // namespace
-
-std::string Value::str() const {
-  if (is_undefined()) return "";
-  if (is_string()) return string();
-  return repr();
-}
-
-std::string Value::repr() const {
+// `depth` counts the containers around the value: a namespace can hold itself.
+std::string repr_at(const Value& value, int depth) {
+  if (depth > 2 * kMaxValueDepth) throw Error("a value nests too deeply to print (a namespace that holds itself?)");
   struct Visitor {
+    int depth;
     std::string operator()(const Undefined&) const { return "Undefined"; }
     std::string operator()(const None&) const { return "None"; }
     std::string operator()(bool b) const { return b ? "True" : "False"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return py::float_repr(d); }
     std::string operator()(const std::string& s) const { return py::repr(s); }
-    std::string operator()(const std::shared_ptr<const List>& l) const { return list_repr(*l); }
-    std::string operator()(const std::shared_ptr<const Dict>& d) const { return dict_repr(*d); }
+    std::string operator()(const std::shared_ptr<const List>& l) const { return list_repr(*l, depth + 1); }
+    std::string operator()(const std::shared_ptr<const Dict>& d) const { return dict_repr(*d, depth + 1); }
     std::string operator()(const std::shared_ptr<Generator>&) const { return "<generator object>"; }
     std::string operator()(const std::shared_ptr<Object>& o) const {
-      if (o->kind == Object::Kind::Namespace) return "<Namespace " + dict_repr(o->attributes) + ">";
+      if (o->kind == Object::Kind::Namespace) return "<Namespace " + dict_repr(o->attributes, depth + 1) + ">";
       const Value* index = o->attributes.find("index");
       const Value* length = o->attributes.find("length");
       return "<LoopContext " + index->str() + "/" + length->str() + ">";
@@ -143,8 +174,18 @@ std::string Value::repr() const {
              " " + c->name + ">";
     }
   };
-  return std::visit(Visitor{}, data_);
+  return std::visit(Visitor{depth}, value.data());
 }
+
+}  // namespace
+
+std::string Value::str() const {
+  if (is_undefined()) return "";
+  if (is_string()) return string();
+  return repr();
+}
+
+std::string Value::repr() const { return repr_at(*this, 0); }
 
 namespace {
 
@@ -248,7 +289,10 @@ const std::string& valid_utf8(const std::string& s) {
 
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& json) {
+Value from_json(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxValueDepth) {
+    throw Error("the chat template's input nests more than " + std::to_string(kMaxValueDepth) + " levels deep");
+  }
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value();
@@ -270,14 +314,14 @@ Value from_json(const nlohmann::ordered_json& json) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(from_json(item));
+      for (const auto& item : json) items.push_back(from_json(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict dict;
       dict.entries.reserve(json.size());
       for (const auto& [key, item] : json.items()) {
-        dict.entries.emplace_back(valid_utf8(key), from_json(item));
+        dict.entries.emplace_back(valid_utf8(key), from_json(item, depth + 1));
       }
       return Value(std::move(dict));
     }

@@ -19,12 +19,19 @@ namespace ditto::jinja {
 class Value;
 class Interpreter;
 
+// Lists, dicts and the like nest at most this deep, so that printing, comparing and freeing a
+// value cannot run out of stack however a template builds it. (Namespaces are not counted: the
+// interpreter holds every namespace until the render ends and then empties them, which also
+// frees reference cycles through them.)
+inline constexpr int kMaxValueDepth = 256;
+
 // What printing a sequence shows around its items: a list, a tuple, or a dict view.
 enum class SequenceKind { List, Tuple, Keys, Values, Items };
 
 struct List {
   std::vector<Value> items;
   SequenceKind kind = SequenceKind::List;
+  int depth = 1;  // set when wrapped in a Value
 };
 
 // A dict keeps insertion order, as Python's does; keys are strings.
@@ -33,18 +40,21 @@ struct Dict {
   const Value* find(std::string_view key) const;
   // Replaces the value of an existing key in place, else appends.
   void set(std::string key, Value value);
+  int depth = 1;  // set when wrapped in a Value
 };
 
 // A generator: iterating it consumes it, it is always true, and it has no length.
 struct Generator {
   std::vector<Value> items;
   size_t next = 0;
+  int depth = 1;
 };
 
 // A namespace(...) or a loop object: attributes by name.
 struct Object {
   enum class Kind { Namespace, Loop } kind;
   Dict attributes;
+  int depth = 0;  // of a loop object; 0 for a namespace (see kMaxValueDepth)
 };
 
 struct CallArgs {
@@ -56,6 +66,7 @@ struct Callable {
   enum class Kind { Macro, Function, Method } kind;
   std::string name;
   std::function<Value(Interpreter&, CallArgs&)> call;
+  int depth = 0;  // of a method: one more than the value it is bound to
 };
 
 // An undefined value remembers why it is undefined, for the error that using it raises.
@@ -80,8 +91,9 @@ class Value {
   Value(double d) : data_(d) {}
   Value(std::string s) : data_(std::move(s)) {}
   Value(const char* s) : data_(std::string(s)) {}
-  Value(List list) : data_(std::make_shared<const List>(std::move(list))) {}
-  Value(Dict dict) : data_(std::make_shared<const Dict>(std::move(dict))) {}
+  // Raise ditto::Error beyond kMaxValueDepth.
+  Value(List list);
+  Value(Dict dict);
 
   static Value undefined(std::string reason) { return Value(Data(Undefined{std::move(reason)})); }
   static Value list(std::vector<Value> items, SequenceKind kind = SequenceKind::List) {
@@ -106,6 +118,7 @@ class Value {
   double number() const { return is<double>() ? as<double>() : static_cast<double>(integer()); }
 
   bool truthy() const;
+  int depth() const;  // 0 for scalars
   // Python's type name, as in error messages: "str", "list", "NoneType", ...
   std::string type_name() const;
   // str() and repr() of the Python object.
@@ -116,11 +129,14 @@ class Value {
   Data data_;
 };
 
+// One more than the deepest of `items`; ditto::Error beyond kMaxValueDepth.
+int depth_above(const std::vector<Value>& items);
+
 // Python's == and <; `less` raises ditto::Error for types that do not order.
 bool equal(const Value& a, const Value& b);
 bool less(const Value& a, const Value& b);
 
 // The template's view of JSON data: objects keep their order. Strings must be valid UTF-8.
-Value from_json(const nlohmann::ordered_json& json);
+Value from_json(const nlohmann::ordered_json& json, int depth = 0);
 
 }  // namespace ditto::jinja

@@ -61,16 +61,29 @@ class Lexer {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& reason, size_t offset) const {
+  [[noreturn]] void fail(const std::string& reason, size_t offset) {
     const Location where = location(offset);
     throw TemplateError(reason, where.line, where.column);
   }
 
-  Location location(size_t offset) const {
-    const auto line = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
-    const size_t start = *line;
-    return {static_cast<int>(line - line_starts_.begin()) + 1,
-            static_cast<int>(py::length(std::string_view(source_).substr(start, offset - start))) + 1};
+  // Line and column (in characters) of an offset. Tokens come in order, so this walks on from
+  // the last place asked for; an earlier offset (only for an error) starts from its line.
+  Location location(size_t offset) {
+    if (offset < located_offset_) {
+      const auto line = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
+      located_offset_ = *line;
+      located_ = {static_cast<int>(line - line_starts_.begin()) + 1, 1};
+    }
+    for (; located_offset_ < offset; ++located_offset_) {
+      const char c = source_[located_offset_];
+      if (c == '\n') {
+        ++located_.line;
+        located_.column = 1;
+      } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+        ++located_.column;
+      }
+    }
+    return located_;
   }
 
   Token& emit(TokenKind kind, std::string text, size_t offset) {
@@ -85,8 +98,10 @@ class Lexer {
   // Python's \s* (Unicode whitespace) from `at`; returns where it stops.
   size_t skip_spaces(size_t at) const {
     while (at < source_.size()) {
-      const size_t n = utf8::char_length(static_cast<unsigned char>(source_[at]));
-      if (!py::is_space(py::decode(std::string_view(source_).substr(at, n))[0])) break;
+      const auto lead = static_cast<unsigned char>(source_[at]);
+      const size_t n = utf8::char_length(lead);
+      const char32_t c = lead < 0x80 ? lead : py::decode(std::string_view(source_).substr(at, n))[0];
+      if (!py::is_space(c)) break;
       at += n;
     }
     return at;
@@ -353,7 +368,10 @@ class Lexer {
     }
     if (end == pos_) return false;
     const std::string name = source_.substr(pos_, end - pos_);
-    if (py::is_numeric(py::decode(name)[0])) fail("invalid character in identifier", pos_);
+    // A name cannot start with a digit (ASCII digits were read as numbers before this).
+    if (static_cast<unsigned char>(name[0]) >= 0x80 && py::is_numeric(py::decode(name)[0])) {
+      fail("invalid character in identifier", pos_);
+    }
     emit(TokenKind::Name, name, pos_);
     pos_ = end;
     return true;
@@ -372,7 +390,7 @@ class Lexer {
   }
 
   // Python's unicode-escape decoding, which jinja2 applies to string literals.
-  std::string unescape(size_t begin, size_t end) const {
+  std::string unescape(size_t begin, size_t end) {
     std::string out;
     for (size_t i = begin; i < end;) {
       if (source_[i] != '\\') {
@@ -469,6 +487,8 @@ class Lexer {
 
   std::string source_;
   std::vector<size_t> line_starts_;
+  size_t located_offset_ = 0;  // location() walked up to here
+  Location located_;
   size_t pos_ = 0;
   bool line_starting_ = true;  // the last match ended a line (lstrip_blocks needs this)
   std::vector<Token> tokens_;

@@ -1,5 +1,6 @@
 #include "chat/operations.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -389,14 +390,19 @@ std::string percent_format(const std::string& format, const Value& args) {
     }
     std::string flags;
     while (i < format.size() && std::string_view("-+ #0").find(format[i]) != std::string_view::npos) flags += format[i++];
+    // Width and precision, saturated just above what is allowed.
+    auto read_number = [&](int64_t& number) {
+      for (; i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])); ++i) {
+        number = std::min<int64_t>(number * 10 + (format[i] - '0'), 1 << 20);
+      }
+    };
     int64_t width = 0;
-    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) width = width * 10 + (format[i++] - '0');
+    read_number(width);
     int64_t precision = -1;
     if (i < format.size() && format[i] == '.') {
+      ++i;
       precision = 0;
-      while (++i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
-        precision = precision * 10 + (format[i] - '0');
-      }
+      read_number(precision);
     }
     if (i >= format.size()) throw Error("incomplete format");
     if (width > 4096 || precision > 4096) throw Error("format width or precision too large");

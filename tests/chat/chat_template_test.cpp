@@ -486,6 +486,8 @@ TEST(ChatTemplateErrors, RenderErrorsNameTheirPlace) {
       {"{% set a, b = [1] %}", 1, 4, "not enough values to unpack (expected 2, got 1)"},
       {"{{ range(100001)|length }}", 1, 4, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."},
       {"{{ u|tojson }}", 1, 6, "Object of type Undefined is not JSON serializable"},
+      // Found by the fuzzer: a width beyond 64 bits.
+      {"{{ '%400000000000000000000s' % 'a' }}", 1, 30, "format width or precision too large"},
   };
   for (const Expected& c : cases) {
     SCOPED_TRACE(c.text);

@@ -49,7 +49,15 @@ std::string to_string_arg(std::string_view function, const Value& value) {
 
 Value make_generator(std::vector<Value> items) {
   const int depth = depth_above(items);
-  return Value(Value::Data(std::make_shared<Generator>(Generator{std::move(items), 0, depth})));
+  return Value(Value::Data(std::make_shared<Generator>(Generator{std::move(items), 0, depth, {}})));
+}
+
+Value lazily(const std::function<std::vector<Value>()>& compute) {
+  try {
+    return make_generator(compute());
+  } catch (const Error& error) {
+    return Value(Value::Data(std::make_shared<Generator>(Generator{{}, 0, 1, std::string(error.what())})));
+  }
 }
 
 Value get_item(const Value& object, const Value& key) {

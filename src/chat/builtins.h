@@ -29,6 +29,9 @@ Value get_attribute(const Value& object, const std::string& name, bool attribute
 Value get_item(const Value& object, const Value& key);
 
 Value make_generator(std::vector<Value> items);
+// What a generator filter returns: its items, or (if computing them failed) a generator that
+// raises that error when iterated, as jinja2's lazy generators do.
+Value lazily(const std::function<std::vector<Value>()>& compute);
 
 // Calls a filter or test by name, as map('upper') and select('odd') do.
 Value call_filter(Interpreter& interpreter, std::string_view name, const Value& input, CallArgs& args);

@@ -66,25 +66,28 @@ Value do_attr(I&, const Value& v, A& a) {
   return get_attribute(v, to_string_arg("attr", args[0]), true);
 }
 
+// The generator filters bind their arguments when called, as Python calls a generator function,
+// and do the rest when iterated (lazily).
 Value do_batch(I&, const Value& v, A& a) {
   BoundArgs args("batch", a, {"linecount", "fill_with"}, 1);
-  const int64_t count = to_integer("batch", args[0]);
-  if (count <= 0) throw Error("batch: the line count must be positive");
-  std::vector<Value> batches, current;
-  for (Value& item : iterate(v)) {
-    if (static_cast<int64_t>(current.size()) == count) {
+  return lazily([&] {
+    const int64_t count = to_integer("batch", args[0]);
+    std::vector<Value> batches, current;
+    for (Value& item : iterate(v)) {
+      if (static_cast<int64_t>(current.size()) == count) {
+        batches.push_back(Value::list(std::move(current)));
+        current.clear();
+      }
+      current.push_back(std::move(item));
+    }
+    if (!current.empty()) {
+      if (args.given(1)) {
+        while (static_cast<int64_t>(current.size()) < count) current.push_back(args[1]);
+      }
       batches.push_back(Value::list(std::move(current)));
-      current.clear();
     }
-    current.push_back(std::move(item));
-  }
-  if (!current.empty()) {
-    if (args.given(1)) {
-      while (static_cast<int64_t>(current.size()) < count) current.push_back(args[1]);
-    }
-    batches.push_back(Value::list(std::move(current)));
-  }
-  return make_generator(std::move(batches));
+    return batches;
+  });
 }
 
 // str(value).center(width), by the str method.
@@ -108,7 +111,7 @@ Value do_dictsort(I&, const Value& v, A& a) {
   const bool case_sensitive = args.has(0) && args[0].truthy();
   const std::string by = args.has(1) ? to_string_arg("dictsort", args[1]) : "key";
   if (by != "key" && by != "value") throw Error("You can only sort by either \"key\" or \"value\"");
-  const bool reverse = args.has(2) && args[2].truthy();
+  const bool reverse = args.has(2) && to_integer("dictsort", args[2]) != 0;  // sorted() needs an int
   std::vector<std::pair<Value, Value>> keyed;  // sort key, (key, value) tuple
   for (const auto& [key, value] : dict->entries) {
     const Value sort_key = by == "key" ? Value(key) : value;
@@ -142,7 +145,7 @@ Value do_escape(I&, const Value& v, A& a) {
 Value do_first(I&, const Value& v, A& a) {
   BoundArgs("first", a, {});
   if (v.is<std::shared_ptr<Generator>>()) {
-    Generator& g = *v.as<std::shared_ptr<Generator>>();
+    Generator& g = consume(v);
     if (g.next < g.items.size()) return g.items[g.next++];
   } else {
     std::vector<Value> items = iterate(v);
@@ -280,6 +283,8 @@ Value do_format(I&, const Value& v, A& a) {
 
 Value do_indent(I& interpreter, const Value& v, A& a) {
   BoundArgs args("indent", a, {"width", "first", "blank"});
+  // jinja2 appends a newline to the value itself, which only a string allows.
+  if (!v.is_string()) throw Error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   std::string indentation = "    ";
   if (args.has(0)) {
     indentation = args[0].is_string() ? args[0].string()
@@ -301,12 +306,14 @@ Value do_indent(I& interpreter, const Value& v, A& a) {
 
 Value do_items(I&, const Value& v, A& a) {
   BoundArgs("items", a, {});
-  if (v.is_undefined()) return make_generator({});
-  const Dict* dict = v.dict();
-  if (dict == nullptr) throw Error("Can only get item pairs from a mapping.");
-  std::vector<Value> pairs;
-  for (const auto& [key, value] : dict->entries) pairs.push_back(Value::list({Value(key), value}, SequenceKind::Tuple));
-  return make_generator(std::move(pairs));
+  return lazily([&] {
+    std::vector<Value> pairs;
+    if (v.is_undefined()) return pairs;
+    const Dict* dict = v.dict();
+    if (dict == nullptr) throw Error("Can only get item pairs from a mapping.");
+    for (const auto& [key, value] : dict->entries) pairs.push_back(Value::list({Value(key), value}, SequenceKind::Tuple));
+    return pairs;
+  });
 }
 
 Value do_join(I& interpreter, const Value& v, A& a) {
@@ -336,48 +343,55 @@ Value do_list(I&, const Value& v, A& a) {
 
 // map(attribute=..., default=...) or map('filter', args...).
 Value do_map(I& interpreter, const Value& v, A& a) {
-  if (!v.truthy()) return make_generator({});
-  std::vector<Value> results;
-  if (a.positional.empty() && std::any_of(a.keyword.begin(), a.keyword.end(), [](const auto& kw) { return kw.first == "attribute"; })) {
-    BoundArgs args("map", a, {"attribute", "default"});
-    const std::vector<Value> path = attribute_path(args[0]);
-    const Value fallback = args.get(1, Value());
-    for (const Value& item : iterate(v)) results.push_back(look_up(item, path, fallback.is_none() ? nullptr : &fallback));
-    return make_generator(std::move(results));
-  }
-  if (a.positional.empty()) throw Error("map requires a filter argument");
-  const std::string name = to_string_arg("map", a.positional.front());
-  for (const Value& item : iterate(v)) {
-    CallArgs args{{a.positional.begin() + 1, a.positional.end()}, a.keyword};
-    results.push_back(call_filter(interpreter, name, item, args));
-  }
-  return make_generator(std::move(results));
+  return lazily([&] {
+    std::vector<Value> results;
+    if (!v.truthy()) return results;
+    const bool by_attribute = a.positional.empty() && std::any_of(a.keyword.begin(), a.keyword.end(), [](const auto& kw) {
+      return kw.first == "attribute";
+    });
+    if (by_attribute) {
+      BoundArgs args("map", a, {"attribute", "default"});
+      const std::vector<Value> path = attribute_path(args[0]);
+      const Value fallback = args.get(1, Value());
+      for (const Value& item : iterate(v)) results.push_back(look_up(item, path, fallback.is_none() ? nullptr : &fallback));
+      return results;
+    }
+    if (a.positional.empty()) throw Error("map requires a filter argument");
+    const std::string name = to_string_arg("map", a.positional.front());
+    for (const Value& item : iterate(v)) {
+      CallArgs args{{a.positional.begin() + 1, a.positional.end()}, a.keyword};
+      results.push_back(call_filter(interpreter, name, item, args));
+    }
+    return results;
+  });
 }
 
 // select, reject, selectattr and rejectattr: items whose test (or truth) is `keep`.
 Value select_items(I& interpreter, const Value& v, A& a, bool keep, bool by_attribute) {
-  if (!v.truthy()) return make_generator({});
-  size_t next = 0;
-  std::vector<Value> path;
-  if (by_attribute) {
-    if (a.positional.empty()) throw Error("Missing parameter for attribute name");
-    path = attribute_path(a.positional[next++]);
-  }
-  std::optional<std::string> test;
-  if (next < a.positional.size()) test = to_string_arg("select", a.positional[next++]);
-  std::vector<Value> kept;
-  for (const Value& item : iterate(v)) {
-    const Value subject = look_up(item, path);
-    bool passed;
-    if (test) {
-      CallArgs args{{a.positional.begin() + static_cast<std::ptrdiff_t>(next), a.positional.end()}, a.keyword};
-      passed = call_test(interpreter, *test, subject, args);
-    } else {
-      passed = subject.truthy();
+  return lazily([&] {
+    std::vector<Value> kept;
+    if (!v.truthy()) return kept;
+    size_t next = 0;
+    std::vector<Value> path;
+    if (by_attribute) {
+      if (a.positional.empty()) throw Error("Missing parameter for attribute name");
+      path = attribute_path(a.positional[next++]);
     }
-    if (passed == keep) kept.push_back(item);
-  }
-  return make_generator(std::move(kept));
+    std::optional<std::string> test;
+    if (next < a.positional.size()) test = to_string_arg("select", a.positional[next++]);
+    for (const Value& item : iterate(v)) {
+      const Value subject = look_up(item, path);
+      bool passed;
+      if (test) {
+        CallArgs args{{a.positional.begin() + static_cast<std::ptrdiff_t>(next), a.positional.end()}, a.keyword};
+        passed = call_test(interpreter, *test, subject, args);
+      } else {
+        passed = subject.truthy();
+      }
+      if (passed == keep) kept.push_back(item);
+    }
+    return kept;
+  });
 }
 
 Value do_select(I& in, const Value& v, A& a) { return select_items(in, v, a, true, false); }
@@ -459,7 +473,7 @@ Value do_round(I&, const Value& v, A& a) {
 
 Value do_sort(I&, const Value& v, A& a) {
   BoundArgs args("sort", a, {"reverse", "case_sensitive", "attribute"});
-  const bool reverse = args.has(0) && args[0].truthy();
+  const bool reverse = args.has(0) && to_integer("sort", args[0]) != 0;  // sorted() needs an int
   const bool case_sensitive = args.has(1) && args[1].truthy();
   // "a,b.c": several keys, compared in turn.
   std::vector<std::vector<Value>> paths;
@@ -557,8 +571,13 @@ Value do_truncate(I&, const Value& v, A& a) {
   const auto end_length = static_cast<int64_t>(py::length(end));
   if (max_length < end_length) throw Error("expected length >= " + std::to_string(end_length));
   if (leeway < 0) throw Error("expected leeway >= 0");
-  const std::u32string text = py::decode(v.str());
-  if (static_cast<int64_t>(text.size()) <= max_length + leeway) return Value(v.str());
+  // jinja2 measures the value itself: a short list comes back as it is, other non-strings fail.
+  if (!v.is_string()) {
+    if ((v.list() != nullptr || v.dict() != nullptr || v.is_undefined()) && length(v) <= max_length + leeway) return v;
+    throw Error("truncate: a string is required, not '" + v.type_name() + "'");
+  }
+  const std::u32string text = py::decode(v.string());
+  if (static_cast<int64_t>(text.size()) <= max_length + leeway) return v;
   const std::string head = py::encode(text.substr(0, max_length - end_length));
   if (killwords) return Value(head + end);
   return Value(py::split(head, std::string(" "), 1, true).front() + end);
@@ -566,18 +585,21 @@ Value do_truncate(I&, const Value& v, A& a) {
 
 Value do_unique(I&, const Value& v, A& a) {
   BoundArgs args("unique", a, {"case_sensitive", "attribute"});
-  const bool case_sensitive = args.has(0) && args[0].truthy();
-  const std::vector<Value> path = args.given(1) ? attribute_path(args[1]) : std::vector<Value>{};
-  std::vector<Value> seen, kept;
-  for (Value& item : iterate(v)) {
-    Value key = look_up(item, path);
-    if (!case_sensitive) key = ignore_case(key);
-    if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, key); })) {
-      seen.push_back(std::move(key));
-      kept.push_back(std::move(item));
+  return lazily([&] {
+    const bool case_sensitive = args.has(0) && args[0].truthy();
+    const std::vector<Value> path = args.given(1) ? attribute_path(args[1]) : std::vector<Value>{};
+    std::vector<Value> seen, kept;
+    for (Value& item : iterate(v)) {
+      Value key = look_up(item, path);
+      if (!case_sensitive) key = ignore_case(key);
+      if (!hashable(key)) throw Error("unhashable type: '" + key.type_name() + "'");
+      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, key); })) {
+        seen.push_back(std::move(key));
+        kept.push_back(std::move(item));
+      }
     }
-  }
-  return make_generator(std::move(kept));
+    return kept;
+  });
 }
 
 Value do_wordcount(I&, const Value& v, A& a) {

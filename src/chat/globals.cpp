@@ -47,6 +47,7 @@ Dict build_dict(std::string_view name, CallArgs& args) {
   Dict dict;
   if (!args.positional.empty()) {
     const Value& source = args.positional.front();
+    fail_if_undefined(source);  // Python asks it for keys(), which Undefined refuses
     if (const Dict* d = source.dict()) {
       dict = *d;
     } else {

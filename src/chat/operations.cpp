@@ -149,19 +149,32 @@ Value power(const Value& a, const Value& b) {
 
 }  // namespace
 
+bool hashable(const Value& value) {
+  if (value.dict() != nullptr) return false;
+  const List* list = value.list();
+  if (list == nullptr) return true;
+  return list->kind == SequenceKind::Tuple && std::all_of(list->items.begin(), list->items.end(), hashable);
+}
+
+Generator& consume(const Value& generator) {
+  Generator& g = *generator.as<std::shared_ptr<Generator>>();
+  if (!g.error.empty()) throw Error(g.error);
+  return g;
+}
+
 void fail_if_undefined(const Value& value) {
   if (value.is_undefined()) throw Error(value.as<Undefined>().reason);
 }
 
 Value arithmetic(BinaryOp op, const Value& a, const Value& b, size_t max_bytes) {
   fail_if_undefined(a);
+  if (op == BinaryOp::Modulo && a.is_string()) return Value(percent_format(a.string(), b));
   fail_if_undefined(b);
   if (op == BinaryOp::Add) return add(a, b, max_bytes);
   if (op == BinaryOp::Multiply) {
     if ((a.is_string() || is_sequence(a)) && b.is_integer()) return repeat(a, b.integer(), max_bytes);
     if (a.is_integer() && (b.is_string() || is_sequence(b))) return repeat(b, a.integer(), max_bytes);
   }
-  if (op == BinaryOp::Modulo && a.is_string()) return Value(percent_format(a.string(), b));
   if (!a.is_number() || !b.is_number()) fail_operands(symbol_of(op), a, b);
   const bool integers = a.is_integer() && b.is_integer();
   switch (op) {
@@ -254,6 +267,7 @@ bool contains(const Value& container, const Value& item) {
     return container.string().find(item.string()) != std::string::npos;
   }
   if (const Dict* dict = container.dict()) {
+    if (!hashable(item)) throw Error("unhashable type: '" + item.type_name() + "'");
     return item.is_string() && dict->find(item.string()) != nullptr;
   }
   if (const List* list = container.list()) {
@@ -263,7 +277,7 @@ bool contains(const Value& container, const Value& item) {
     return false;
   }
   if (container.is<std::shared_ptr<Generator>>()) {
-    Generator& g = *container.as<std::shared_ptr<Generator>>();
+    Generator& g = consume(container);
     while (g.next < g.items.size()) {
       if (equal(g.items[g.next++], item)) return true;
     }
@@ -291,7 +305,7 @@ std::vector<Value> iterate(const Value& value) {
     return keys;
   }
   if (value.is<std::shared_ptr<Generator>>()) {
-    Generator& g = *value.as<std::shared_ptr<Generator>>();
+    Generator& g = consume(value);
     std::vector<Value> rest(g.items.begin() + static_cast<std::ptrdiff_t>(g.next), g.items.end());
     g.next = g.items.size();
     return rest;
@@ -313,12 +327,16 @@ int64_t length(const Value& value) {
 
 Value slice(const Value& object, const Value& start, const Value& stop, const Value& step) {
   fail_if_undefined(object);
-  for (const Value* part : {&start, &stop, &step}) {
-    if (!part->is_none() && !part->is_integer()) return Value::undefined("slice indices must be integers or None");
-  }
+  // jinja2 slices with Python's own subscription, so what cannot be sliced raises.
   const bool is_text = object.is_string();
   if (!is_text && !is_sequence(object)) {
-    return Value::undefined("'" + object.type_name() + "' object is not subscriptable");
+    if (object.dict() != nullptr) throw Error("unhashable type: 'slice'");
+    throw Error("'" + object.type_name() + "' object is not subscriptable");
+  }
+  for (const Value* part : {&start, &stop, &step}) {
+    if (!part->is_none() && !part->is_integer()) {
+      throw Error("slice indices must be integers or None or have an __index__ method");
+    }
   }
   const std::u32string text = is_text ? py::decode(object.string()) : std::u32string();
   const int64_t n = is_text ? static_cast<int64_t>(text.size())
@@ -363,15 +381,19 @@ std::string pad(std::string text, int64_t width, bool left_align) {
 }  // namespace
 
 std::string percent_format(const std::string& format, const Value& args) {
+  // A tuple gives the arguments; anything else is one argument. Python takes an argument that
+  // has [] (a dict, a list, Undefined) as a mapping too: %(key)s reads it, and it may go unused.
   const Dict* mapping = args.dict();
+  const List* list = args.list();
+  const bool tuple = list != nullptr && list->kind == SequenceKind::Tuple;
+  const bool mapping_like = !tuple && (mapping != nullptr || list != nullptr || args.is_undefined());
   std::vector<Value> positional;
-  if (const List* list = args.list(); list != nullptr && list->kind == SequenceKind::Tuple) {
+  if (tuple) {
     positional = list->items;
-  } else if (mapping == nullptr) {
+  } else {
     positional.push_back(args);
   }
   size_t next_arg = 0;
-  bool used_mapping = false;
   std::string out;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
@@ -379,13 +401,17 @@ std::string percent_format(const std::string& format, const Value& args) {
       continue;
     }
     if (++i >= format.size()) throw Error("incomplete format");
+    if (format[i] == '%') {  // only a bare %% is a percent sign
+      out += '%';
+      continue;
+    }
     const Value* arg = nullptr;
     if (format[i] == '(') {
       const size_t close = format.find(')', i);
+      fail_if_undefined(args);
       if (mapping == nullptr || close == std::string::npos) throw Error("format requires a mapping");
       arg = mapping->find(format.substr(i + 1, close - i - 1));
       if (arg == nullptr) throw Error("KeyError: '" + format.substr(i + 1, close - i - 1) + "'");
-      used_mapping = true;
       i = close + 1;
     }
     std::string flags;
@@ -407,15 +433,8 @@ std::string percent_format(const std::string& format, const Value& args) {
     if (i >= format.size()) throw Error("incomplete format");
     if (width > 4096 || precision > 4096) throw Error("format width or precision too large");
     const char type = format[i];
-    if (type == '%') {
-      out += '%';
-      continue;
-    }
     if (arg == nullptr) {
-      if (mapping != nullptr && positional.empty()) {
-        arg = &args;  // a dict without %(key)s is one argument, as in Python
-        used_mapping = true;
-      } else if (next_arg < positional.size()) {
+      if (next_arg < positional.size()) {
         arg = &positional[next_arg++];
       } else {
         throw Error("not enough arguments for format string");
@@ -490,7 +509,7 @@ std::string percent_format(const std::string& format, const Value& args) {
         throw Error(std::string("unsupported format character '") + type + "'");
     }
   }
-  if (!used_mapping && next_arg < positional.size()) {
+  if (!mapping_like && next_arg < positional.size()) {
     throw Error("not all arguments converted during string formatting");
   }
   return out;

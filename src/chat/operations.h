@@ -23,13 +23,17 @@ Value negate(const Value& value);
 Value unary_plus(const Value& value);
 bool compare(CompareOp op, const Value& a, const Value& b);
 
+// Python hashes tuples of hashable items, and no list or dict (sets and dict keys need it).
+bool hashable(const Value& value);
+// A generator to take items from; raises the error of a generator filter that failed.
+Generator& consume(const Value& generator);
 // `item in container`; consumes a generator up to the item.
 bool contains(const Value& container, const Value& item);
 // The items a for loop visits: a string's characters, a dict's keys, a generator's remaining
 // items (consuming it); nothing for Undefined.
 std::vector<Value> iterate(const Value& value);
 int64_t length(const Value& value);
-// object[start:stop:step]; Undefined for what Python cannot slice.
+// object[start:stop:step]: of strings (by character), lists and tuples.
 Value slice(const Value& object, const Value& start, const Value& stop, const Value& step);
 // value % args for a str: printf-style formatting.
 std::string percent_format(const std::string& format, const Value& args);

@@ -91,6 +91,17 @@ class Parser {
   }
   std::string expect_name() { return expect_kind(TokenKind::Name, "a name").text; }
 
+  // A name that can be assigned: not one of the constants true, false and none.
+  std::string expect_assignable_name() {
+    static constexpr std::string_view kConstants[] = {"true", "false", "none", "True", "False", "None"};
+    const Token& token = current();
+    if (token.kind != TokenKind::Name ||
+        std::find(std::begin(kConstants), std::end(kConstants), token.text) != std::end(kConstants)) {
+      fail_here("cannot assign to " + describe(token));
+    }
+    return advance().text;
+  }
+
   // Counts the levels of the tree being built: nested statements and expressions, and each
   // link of a chain such as a + b + c or x|f|g (which nests to the left).
   struct NestingGuard {
@@ -254,13 +265,13 @@ class Parser {
 
   Macro parse_macro(Location where) {
     Macro node;
-    node.name = expect_name();
+    node.name = expect_assignable_name();
     Flag soft(soft_, false);
     Flag loop(in_loop_, false);
     expect_op("(");
     while (!is_op(")")) {
       if (!node.params.empty()) expect_op(",");
-      node.params.push_back(expect_name());
+      node.params.push_back(expect_assignable_name());
       if (skip_op("=")) {
         node.defaults.push_back(parse_expression());
       } else if (!node.defaults.empty()) {
@@ -308,12 +319,7 @@ class Parser {
     while (true) {
       if (!names.empty()) expect_op(",");
       if (tuple_ends(extra_end)) break;
-      const Token& token = current();
-      if (token.kind != TokenKind::Name || token.text == "true" || token.text == "false" ||
-          token.text == "none" || token.text == "True" || token.text == "False" || token.text == "None") {
-        fail_here("cannot assign to " + describe(token));
-      }
-      names.push_back(advance().text);
+      names.push_back(expect_assignable_name());
       if (with_namespace && is_op(".")) {
         advance();
         std::string attribute = expect_name();
@@ -614,19 +620,38 @@ class Parser {
       if (attribute.kind != TokenKind::Integer) fail("expected a name or a number after '.'", attribute.where);
       return make(where, GetItem{std::move(node), make(attribute.where, Literal{Value(attribute.integer)})});
     }
-    // [index], [start:stop:step]
-    std::vector<ExprPtr> parts(3);
-    bool slice = false;
-    if (!is_op(":")) parts[0] = parse_expression();
-    if (skip_op(":")) {
-      slice = true;
-      if (!is_op(":") && !is_op("]") && !is_op(",")) parts[1] = parse_expression();
-      if (skip_op(":") && !is_op("]") && !is_op(",")) parts[2] = parse_expression();
+    // [index], [start:stop:step], or several indices: [a, b] is a tuple index.
+    std::vector<std::vector<ExprPtr>> subscripts;  // one part, or three for a slice
+    while (!is_op("]")) {
+      if (!subscripts.empty()) expect_op(",");
+      subscripts.push_back(parse_subscribed());
     }
-    if (is_op(",")) fail_here("subscripts with several indices are not supported");
     expect_op("]");
-    if (!slice) return make(where, GetItem{std::move(node), std::move(parts[0])});
-    return make(where, Slice{std::move(node), std::move(parts[0]), std::move(parts[1]), std::move(parts[2])});
+    if (subscripts.size() == 1) {
+      std::vector<ExprPtr>& parts = subscripts.front();
+      if (parts.size() == 1) return make(where, GetItem{std::move(node), std::move(parts[0])});
+      return make(where, Slice{std::move(node), std::move(parts[0]), std::move(parts[1]), std::move(parts[2])});
+    }
+    std::vector<ExprPtr> items;
+    for (auto& parts : subscripts) {
+      if (parts.size() != 1) fail("slices among several indices are not supported", where);
+      items.push_back(std::move(parts[0]));
+    }
+    return make(where, GetItem{std::move(node), make(where, SequenceLiteral{std::move(items), true})});
+  }
+
+  // An index, or the start, stop and step of a slice (each may be null).
+  std::vector<ExprPtr> parse_subscribed() {
+    std::vector<ExprPtr> parts;
+    if (skip_op(":")) {
+      parts.push_back(nullptr);
+    } else {
+      parts.push_back(parse_expression());
+      if (!skip_op(":")) return parts;
+    }
+    parts.push_back(is_op(":") || is_op("]") || is_op(",") ? nullptr : parse_expression());
+    parts.push_back(skip_op(":") && !is_op("]") && !is_op(",") ? parse_expression() : nullptr);
+    return parts;
   }
 
   Arguments parse_call_args() {

@@ -43,11 +43,13 @@ struct Dict {
   int depth = 1;  // set when wrapped in a Value
 };
 
-// A generator: iterating it consumes it, it is always true, and it has no length.
+// A generator: iterating it consumes it, it is always true, and it has no length. jinja2's
+// generator filters run only when iterated, so one that failed keeps its error for then.
 struct Generator {
   std::vector<Value> items;
   size_t next = 0;
   int depth = 1;
+  std::string error;  // raised when consumed, if not empty
 };
 
 // A namespace(...) or a loop object: attributes by name.

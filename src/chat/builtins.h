@@ -20,6 +20,8 @@ bool is_unsupported_filter(std::string_view name);
 
 // range, dict, namespace, raise_exception, strftime_now.
 Dict make_globals();
+// transformers' namespace refuses attributes whose name starts with an underscore.
+void check_namespace_attribute(const std::string& name);
 
 // obj.name as jinja2's sandbox resolves it: a safe attribute or method first, then (unless
 // `attributes_only`, as the attr filter asks) an item; Undefined if neither. Methods that

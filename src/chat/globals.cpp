@@ -65,18 +65,20 @@ Dict build_dict(std::string_view name, CallArgs& args) {
 
 }  // namespace
 
+void check_namespace_attribute(const std::string& name) {
+  if (name.starts_with("_")) {
+    throw Error("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + name +
+                "'. Please rename the attribute.");
+  }
+}
+
 Dict make_globals() {
   Dict globals;
   globals.set("range", function("range", range));
   globals.set("dict", function("dict", [](Interpreter&, CallArgs& args) { return Value(build_dict("dict", args)); }));
   globals.set("namespace", function("namespace", [](Interpreter& interpreter, CallArgs& args) {
                 Dict attributes = build_dict("namespace", args);
-                for (const auto& entry : attributes.entries) {
-                  if (entry.first.starts_with("_")) {
-                    throw Error("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
-                                entry.first + "'. Please rename the attribute.");
-                  }
-                }
+                for (const auto& entry : attributes.entries) check_namespace_attribute(entry.first);
                 return Value(Value::Data(interpreter.make_namespace(std::move(attributes))));
               }));
   globals.set("raise_exception", function("raise_exception", [](Interpreter&, CallArgs& args) -> Value {

@@ -43,7 +43,8 @@ Interpreter::Interpreter(const Program& program, const RenderLimits& limits)
     : program_(program), limits_(limits) {}
 
 Interpreter::~Interpreter() {
-  // A namespace can hold itself (or a macro whose scope holds it): break such cycles.
+  // A namespace can hold itself, directly or through lists and generators: emptying every
+  // namespace frees such cycles, and frees a chain of namespaces without recursing.
   for (const auto& ns : namespaces_) ns->attributes.entries.clear();
 }
 
@@ -170,8 +171,16 @@ std::string Interpreter::render_block(const Body& body, const ScopePtr& scope) {
 namespace {
 
 Value loop_object(size_t index, size_t count, const std::vector<Value>& items) {
-  Dict attributes;
   const auto i = static_cast<int64_t>(index), n = static_cast<int64_t>(count);
+  const Value previous = index > 0 ? items[index - 1] : Value::undefined("there is no previous item");
+  const Value next = index + 1 < count ? items[index + 1] : Value::undefined("there is no next item");
+  // loop.cycle('odd', 'even'): the argument at this iteration's position, round robin.
+  const Value cycle(Value::Data(std::make_shared<const Callable>(
+      Callable{Callable::Kind::Method, "cycle", [index](Interpreter&, CallArgs& args) {
+                 if (args.positional.empty()) throw Error("no items for cycling given");
+                 return args.positional[index % args.positional.size()];
+               }})));
+  Dict attributes;
   attributes.entries = {
       {"index0", Value(i)},
       {"index", Value(i + 1)},
@@ -182,19 +191,11 @@ Value loop_object(size_t index, size_t count, const std::vector<Value>& items) {
       {"length", Value(n)},
       {"depth", Value(1)},
       {"depth0", Value(0)},
-      {"previtem", index > 0 ? items[index - 1] : Value::undefined("there is no previous item")},
-      {"nextitem", index + 1 < count ? items[index + 1] : Value::undefined("there is no next item")},
+      {"previtem", previous},
+      {"nextitem", next},
+      {"cycle", cycle},
   };
-  // loop.cycle('odd', 'even'): the argument at this iteration's position, round robin.
-  attributes.entries.emplace_back(
-      "cycle", Value(Value::Data(std::make_shared<const Callable>(Callable{
-                   Callable::Kind::Method, "cycle", [index](Interpreter&, CallArgs& args) {
-                     if (args.positional.empty()) throw Error("no items for cycling given");
-                     return args.positional[index % args.positional.size()];
-                   }}))));
-  std::vector<Value> neighbours;
-  for (const auto& entry : attributes.entries) neighbours.push_back(entry.second);
-  const int depth = depth_above(neighbours);
+  const int depth = depth_above({previous, next});
   return Value(Value::Data(std::make_shared<Object>(Object{Object::Kind::Loop, std::move(attributes), depth})));
 }
 
@@ -251,10 +252,7 @@ void Interpreter::assign(const Target& target, Value value, const ScopePtr& scop
           found->as<std::shared_ptr<Object>>()->kind != Object::Kind::Namespace) {
         throw Error("cannot assign attribute on non-namespace object");
       }
-      if (target.attribute.starts_with("_")) {
-        throw Error("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
-                    target.attribute + "'. Please rename the attribute.");
-      }
+      check_namespace_attribute(target.attribute);
       found->as<std::shared_ptr<Object>>()->attributes.set(target.attribute, std::move(value));
       return;
     }
@@ -278,15 +276,13 @@ Value Interpreter::call_macro(const Macro& macro, Scope* defined_in, CallArgs& a
     scope->variables.set(macro.params[i], args.positional[i]);
     given[i] = true;
   }
-  if (args.positional.size() < n) {
-    for (size_t i = args.positional.size(); i < n; ++i) {
-      for (auto it = keywords.begin(); it != keywords.end(); ++it) {
-        if (it->first == macro.params[i]) {
-          scope->variables.set(macro.params[i], std::move(it->second));
-          given[i] = true;
-          keywords.erase(it);
-          break;
-        }
+  for (size_t i = args.positional.size(); i < n; ++i) {
+    for (auto it = keywords.begin(); it != keywords.end(); ++it) {
+      if (it->first == macro.params[i]) {
+        scope->variables.set(macro.params[i], std::move(it->second));
+        given[i] = true;
+        keywords.erase(it);
+        break;
       }
     }
   }

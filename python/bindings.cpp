@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "ditto/chat_template.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "model/chat.h"
@@ -112,6 +113,31 @@ PYBIND11_MODULE(_ditto, m) {
       "One token drawn from one row of logits (docs/sampling.md): (token, logprob, [(token, logprob), ...]).\n"
       "params: a dict of SamplingParams fields (temperature, top_k, top_p, min_p, repetition_penalty,\n"
       "presence_penalty, frequency_penalty, penalty_window, logit_bias, seed, logprobs, top_logprobs).");
+  m.def("render_chat_template", [](const std::string& chat_template, const std::string& context_json) {
+        const ditto::ChatTemplate parsed = ditto::ChatTemplate::parse(chat_template);
+        const auto context = nlohmann::ordered_json::parse(context_json);
+        py::gil_scoped_release release;
+        return parsed.render(context);
+      }, py::arg("chat_template"), py::arg("context_json"),
+      "Renders a chat template with the variables of a JSON object; raises ditto.Error on a bad template.");
+  m.def("apply_chat_template",
+        [](const std::string& chat_template, const std::string& messages_json, const std::string& tools_json,
+           bool add_generation_prompt, const std::map<std::string, std::string>& special_tokens,
+           const std::string& extra_json) {
+          const ditto::ChatTemplate parsed = ditto::ChatTemplate::parse(chat_template);
+          ditto::ChatInputs inputs;
+          inputs.messages = nlohmann::ordered_json::parse(messages_json);
+          inputs.tools = nlohmann::ordered_json::parse(tools_json);
+          inputs.add_generation_prompt = add_generation_prompt;
+          inputs.special_tokens = special_tokens;
+          inputs.extra = nlohmann::ordered_json::parse(extra_json);
+          py::gil_scoped_release release;
+          return parsed.render_chat(inputs);
+        },
+        py::arg("chat_template"), py::arg("messages_json"), py::arg("tools_json") = "null",
+        py::arg("add_generation_prompt") = false, py::arg("special_tokens") = std::map<std::string, std::string>{},
+        py::arg("extra_json") = "{}",
+        "ChatTemplate::render_chat: a conversation rendered as transformers' apply_chat_template(tokenize=False) does.");
 
   bind_tokenizer(m);
 }

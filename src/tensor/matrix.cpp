@@ -29,7 +29,7 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
                 std::span<const size_t> source_rows, QuantTile<G>* out) {
   const size_t block = dtype_block_elements(dtype);
   const size_t groups_per_block = block / G;
-  QuantGroup groups[256 / 16];
+  QuantGroup groups[kMaxQuantGroups];
   for (size_t n = 0; n < rows; ++n) {
     const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
     const size_t j = n % kPanelRows;

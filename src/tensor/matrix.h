@@ -69,8 +69,8 @@ class PackedMatrix {
  public:
   PackedMatrix() = default;
   // `source` holds rows x cols elements of `dtype`, row-major, at any alignment (for a
-  // quantised dtype, cols is a multiple of its block, dtype_block_elements). Packed output n is source row source_rows[n],
-  // or source row n when source_rows is empty.
+  // quantised dtype, cols is a multiple of its block, dtype_block_elements). Packed output n is
+  // source row source_rows[n], or source row n when source_rows is empty.
   static PackedMatrix pack(DType dtype, size_t rows, size_t cols, const void* source,
                            std::span<const size_t> source_rows = {});
   const MatrixView& view() const { return view_; }

@@ -15,6 +15,9 @@ constexpr size_t quant_group_size(DType dtype) {
   return dtype == DType::Q2_K || dtype == DType::Q3_K || dtype == DType::Q6_K ? 16 : 32;
 }
 inline constexpr size_t kMaxQuantGroup = 32;
+// The largest block (the K-quants' super-block) and the most groups a block has.
+inline constexpr size_t kMaxQuantBlock = 256;
+inline constexpr size_t kMaxQuantGroups = kMaxQuantBlock / 16;
 
 // How a type's minimum enters the value: not at all, added to the product (Q4_1, Q5_1), or
 // subtracted from it (the K-quants with minimums), each as the `gguf` package writes it.

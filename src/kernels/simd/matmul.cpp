@@ -248,7 +248,7 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
 
 // Quantised weights: dequantises inputs k0 .. k0+block_k (whole groups of G) of panel `panel`
 // into position p of the k-major f32 block, lane for lane the arithmetic of dequantize().
-static_assert(kBlockK % 256 == 0, "blocks of inputs hold whole quantised blocks");
+static_assert(kBlockK % kMaxQuantBlock == 0, "blocks of inputs hold whole quantised blocks");
 template <size_t G>
 void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_k, size_t p, size_t panels,
                      float* block) {

@@ -3,12 +3,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cctype>
+
 #include "ditto/chat_template.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "model/chat.h"
 #include "model/gguf.h"
+#include "kernels/ref/kernels.h"
 #include "runtime/sampler.h"
+#include "tensor/matrix.h"
 
 namespace py = pybind11;
 
@@ -44,6 +48,14 @@ ditto::SamplingParams sampling_params(const py::dict& values) {
     else throw ditto::Error("sampling: unknown parameter '" + name + "'");
   }
   return params;
+}
+
+// "q4_k" or "Q4_K": a quantised type by its name.
+ditto::DType quantized_dtype(std::string name) {
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (const ditto::DType dtype : ditto::kQuantizedDTypes)
+    if (ditto::dtype_name(dtype) == name) return dtype;
+  throw ditto::Error("unknown quantised type '" + name + "'");
 }
 
 }  // namespace
@@ -95,6 +107,23 @@ PYBIND11_MODULE(_ditto, m) {
         return std::make_pair(ditto::gguf_tokenizer_json(gguf),
                               gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : "");
       }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");
+  m.def(
+      "dequantize",
+      [](const std::string& type, const py::bytes& blocks) {
+        const ditto::DType dtype = quantized_dtype(type);
+        const std::string_view bytes = blocks;
+        if (bytes.size() % ditto::dtype_block_bytes(dtype) != 0)
+          throw ditto::Error(std::to_string(bytes.size()) + " bytes are not whole " + ditto::dtype_name(dtype) +
+                             " blocks of " + std::to_string(ditto::dtype_block_bytes(dtype)) + " bytes");
+        const size_t count = bytes.size() / ditto::dtype_block_bytes(dtype) * ditto::dtype_block_elements(dtype);
+        // As one row of a packed matrix, read back as the reference kernels read weights.
+        const auto row = ditto::PackedMatrix::pack(dtype, 1, count, bytes.data());
+        py::array_t<float> values(count);
+        ditto::ref::embedding_row(row.view(), 0, values.mutable_data());
+        return values;
+      },
+      py::arg("type"), py::arg("blocks"),
+      "Raw blocks of a quantised type ('q4_k', ...) dequantised to f32, as ditto packs and reads them.");
   m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
         "One user message in the model's (ChatML) chat format, ready to encode.");
 

@@ -22,42 +22,112 @@ namespace {
 
 using testing::expect_error;
 using testing::GgufWriter;
+using testing::ggml_type;
 using testing::kF32;
 using testing::kQ4_0;
-using testing::kQ4_1;
-using testing::kQ6_K;
-using testing::kQ8_0;
 using testing::random_blocks;
 using testing::tiny_llama;
+
+constexpr uint32_t kQ8_K = 15;  // a ggml type ditto does not read
+
+// The groups of the block of `dtype` that holds value `index` of a row.
+std::vector<QuantGroup> block_groups(DType dtype, const unsigned char* row, size_t index) {
+  std::vector<QuantGroup> groups(dtype_block_elements(dtype) / quant_group_size(dtype));
+  const size_t block = index / dtype_block_elements(dtype) * dtype_block_elements(dtype);
+  read_block(dtype, row + dtype_bytes(dtype, block), groups.data());
+  return groups;
+}
+
+// Value `index` of a row of `dtype`, by the specification (read_block, dequantize).
+float spec_value(DType dtype, const unsigned char* row, size_t index) {
+  const auto groups = block_groups(dtype, row, index);
+  const size_t in_block = index % dtype_block_elements(dtype), group = quant_group_size(dtype);
+  const QuantGroup& g = groups[in_block / group];
+  return dequantize(dtype, g.scale, g.minimum, g.entries[in_block % group]);
+}
+
 
 GgufFile parse(const std::vector<unsigned char>& bytes) {
   return parse_gguf(std::as_bytes(std::span(bytes)), "test.gguf");
 }
 
 TEST(Quant, BlocksDecodeAsGgmlStoresThem) {
+  const uint16_t half = f32_to_f16(0.5f), quarter = f32_to_f16(0.25f), m = f32_to_f16(-1.25f);
+  const auto value = [](DType dtype, const std::vector<unsigned char>& block, size_t index) {
+    return spec_value(dtype, block.data(), index);
+  };
   // Q4_1: d = 0.5, m = -1.25; byte 0 = 0x3a holds entry 0 (0xa = 10) and entry 16 (0x3).
   std::vector<unsigned char> q4_1(20, 0);
-  const uint16_t d = f32_to_f16(0.5f), m = f32_to_f16(-1.25f);
-  std::memcpy(&q4_1[0], &d, 2), std::memcpy(&q4_1[2], &m, 2);
+  std::memcpy(&q4_1[0], &half, 2), std::memcpy(&q4_1[2], &m, 2);
   q4_1[4] = 0x3a;
-  const QuantBlock b = read_block(DType::Q4_1, q4_1.data());
-  EXPECT_EQ(b.q[0], 10);
-  EXPECT_EQ(b.q[16], 3);
-  EXPECT_EQ(dequantize(DType::Q4_1, b.d, b.m, b.q[0]), 3.75f);
-  EXPECT_EQ(dequantize(DType::Q4_1, b.d, b.m, b.q[16]), 0.25f);
-  EXPECT_EQ(dequantize(DType::Q4_0, 0.5f, 0.0f, 3), -2.5f);   // d * (q - 8)
+  EXPECT_EQ(value(DType::Q4_1, q4_1, 0), 3.75f);
+  EXPECT_EQ(value(DType::Q4_1, q4_1, 16), 0.25f);
+  // Q4_0: the same nibbles minus 8.
+  std::vector<unsigned char> q4_0(18, 0);
+  std::memcpy(&q4_0[0], &half, 2);
+  q4_0[2] = 0x3a;
+  EXPECT_EQ(value(DType::Q4_0, q4_0, 0), 1.0f);
+  EXPECT_EQ(value(DType::Q4_0, q4_0, 16), -2.5f);
   // Q8_0 entries are signed bytes.
   std::vector<unsigned char> q8(34, 0);
-  std::memcpy(&q8[0], &d, 2);
+  std::memcpy(&q8[0], &half, 2);
   q8[2] = 0x80, q8[33] = 0x7f;
-  const QuantBlock c = read_block(DType::Q8_0, q8.data());
-  EXPECT_EQ(dequantize(DType::Q8_0, c.d, c.m, c.q[0]), -64.0f);
-  EXPECT_EQ(dequantize(DType::Q8_0, c.d, c.m, c.q[31]), 63.5f);
+  EXPECT_EQ(value(DType::Q8_0, q8, 0), -64.0f);
+  EXPECT_EQ(value(DType::Q8_0, q8, 31), 63.5f);
+  // Q5_0: the fifth bit of value j is bit j of the 4 bytes after d; values are q - 16.
+  std::vector<unsigned char> q5_0(22, 0);
+  std::memcpy(&q5_0[0], &half, 2);
+  q5_0[2] = 0x01, q5_0[5] = 0x80;  // fifth bits of values 0 and 31
+  q5_0[6] = 0x3a, q5_0[21] = 0xf0;
+  EXPECT_EQ(value(DType::Q5_0, q5_0, 0), 5.0f);     // 0x1a - 16 = 10
+  EXPECT_EQ(value(DType::Q5_0, q5_0, 16), -6.5f);   // 0x03 - 16
+  EXPECT_EQ(value(DType::Q5_0, q5_0, 31), 7.5f);    // 0x1f - 16
+  EXPECT_EQ(value(DType::Q5_0, q5_0, 15), -8.0f);   // 0x00 - 16
+  // Q5_1: d * q + m with the fifth bit.
+  std::vector<unsigned char> q5_1(24, 0);
+  std::memcpy(&q5_1[0], &half, 2), std::memcpy(&q5_1[2], &m, 2);
+  q5_1[4] = 0x01, q5_1[8] = 0x3a;
+  EXPECT_EQ(value(DType::Q5_1, q5_1, 0), 11.75f);  // 0.5 * 26 - 1.25
+  // Q4_K: d = 0.5, dmin = 0.25; sub-block 0 has scale 3 and minimum 2 (bytes 0 and 4), sub-block
+  // 5 scale 0x21 (low nibble of byte 9, top bits of byte 1) and minimum 0x12 (high nibble of
+  // byte 9, top bits of byte 5). Value 0 is the low nibble of byte 16; value 160 + 1 = 161
+  // (sub-block 5 = chunk 2, high nibbles) the high nibble of byte 16 + 64 + 1.
+  std::vector<unsigned char> q4_k(144, 0);
+  std::memcpy(&q4_k[0], &half, 2), std::memcpy(&q4_k[2], &quarter, 2);
+  q4_k[4] = 3, q4_k[8] = 2;
+  q4_k[4 + 9] = 0x21, q4_k[4 + 1] = 0x80, q4_k[4 + 5] = 0x40;
+  q4_k[16] = 0x07, q4_k[16 + 65] = 0xb0;
+  EXPECT_EQ(value(DType::Q4_K, q4_k, 0), 1.5f * 7 - 0.5f);
+  EXPECT_EQ(value(DType::Q4_K, q4_k, 161), (0.5f * 0x21) * 11 - 0.25f * 0x12);
+  // Q5_K: the fifth bit of value v is bit v / 32 of byte 16 + v % 32.
+  std::vector<unsigned char> q5_k(176, 0);
+  std::memcpy(q5_k.data(), q4_k.data(), 16);
+  q5_k[16 + 1] = 0x20;
+  q5_k[48 + 65] = 0xb0;
+  EXPECT_EQ(value(DType::Q5_K, q5_k, 161), (0.5f * 0x21) * (11 + 16) - 0.25f * 0x12);
+  // Q6_K: d = 0.5; value 200 = 128 + 64 + 8: high nibble of low byte 64 + 8, bits 4-5 (value
+  // 200 = 128 + 2 * 32 + 8) of high byte 128 + 32 + 8; scale of sub-block 12 = int8 at 192 + 12.
+  std::vector<unsigned char> q6_k(210, 0);
+  std::memcpy(&q6_k[208], &half, 2);
+  q6_k[64 + 8] = 0x50, q6_k[128 + 32 + 8] = 0x20, q6_k[192 + 12] = 0xfd;  // scale -3
+  EXPECT_EQ(value(DType::Q6_K, q6_k, 200), -1.5f * float((5 | 2 << 4) - 32));
+  // Q2_K: value 37 = 32 + 5: bits 2-3 of byte 16 + 5; sub-block 2's byte (minimum 4, scale 9).
+  std::vector<unsigned char> q2_k(84, 0);
+  std::memcpy(&q2_k[80], &half, 2), std::memcpy(&q2_k[82], &quarter, 2);
+  q2_k[2] = 0x49, q2_k[16 + 5] = 0x0c;
+  EXPECT_EQ(value(DType::Q2_K, q2_k, 37), 4.5f * 3 - 1.0f);
+  // Q3_K: value 37: 2 bits as in Q2_K, high bit 1 of byte 5 (set: no -4); sub-block 2's scale:
+  // low nibble of byte 96 + 2, top bits 0-1 of byte 96 + 10, minus 32.
+  std::vector<unsigned char> q3_k(110, 0);
+  std::memcpy(&q3_k[108], &half, 2);
+  q3_k[5] = 0x02, q3_k[32 + 5] = 0x0c, q3_k[96 + 2] = 0x07, q3_k[96 + 10] = 0x03;
+  EXPECT_EQ(value(DType::Q3_K, q3_k, 37), (0.5f * float(0x37 - 32)) * 3);
+  EXPECT_EQ(value(DType::Q3_K, q3_k, 38), (0.5f * float(0x37 - 32)) * -4);
 }
 
 TEST(Quant, PackedMatrixReadsEveryBlockValueInAnyRowOrder) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
-    const size_t rows = 19, cols = 96;
+  for (DType dtype : kQuantizedDTypes) {
+    const size_t rows = 19, cols = 3 * dtype_block_elements(dtype);
     const auto source = random_blocks(dtype, rows * cols, 7);
     std::vector<size_t> order(rows);
     for (size_t r = 0; r < rows; ++r) order[r] = (r * 7) % rows;
@@ -65,13 +135,10 @@ TEST(Quant, PackedMatrixReadsEveryBlockValueInAnyRowOrder) {
       const auto packed = PackedMatrix::pack(dtype, rows, cols, source.data(),
                                              permuted ? std::span<const size_t>(order) : std::span<const size_t>());
       for (size_t n = 0; n < rows; ++n) {
-        const size_t from = permuted ? order[n] : n;
-        for (size_t k = 0; k < cols; ++k) {
-          const QuantBlock block =
-              read_block(dtype, source.data() + dtype_bytes(dtype, from * cols + k / 32 * 32));
-          ASSERT_EQ(packed.view().at(n, k), dequantize(dtype, block.d, block.m, block.q[k % 32]))
+        const unsigned char* row = source.data() + dtype_bytes(dtype, (permuted ? order[n] : n) * cols);
+        for (size_t k = 0; k < cols; ++k)
+          ASSERT_EQ(f32_bits(packed.view().at(n, k)), f32_bits(spec_value(dtype, row, k)))
               << dtype_name(dtype) << " n " << n << " k " << k;
-        }
       }
     }
   }
@@ -99,7 +166,7 @@ TEST(Gguf, ReadsMetadataAndTensors) {
 // The quantised model keeps the contract: every chunking, thread count and decode give the
 // bits of the whole-prompt run.
 TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
-  for (DType dtype : {DType::Q4_1, DType::Q4_0, DType::Q8_0}) {
+  for (DType dtype : kQuantizedDTypes) {
     const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
@@ -125,7 +192,7 @@ TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
 // ... and every SIMD target gives the bits of the scalar reference (the in-register and the
 // blocked dequantisation both: 40 rows whole, then in chunks of 16).
 TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
-  for (DType dtype : {DType::Q4_1, DType::Q4_0, DType::Q8_0}) {
+  for (DType dtype : kQuantizedDTypes) {
     const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
@@ -184,15 +251,18 @@ TEST(GgufErrors, AbsurdCountsAndLengths) {
 }
 
 TEST(GgufErrors, UnknownTypesAndBadTensors) {
-  GgufWriter q6;
-  q6.tensor("token_embd.weight", kQ6_K, {256, 2}, std::vector<unsigned char>(420, 0));
-  expect_error([&] { parse(q6.bytes()); }, "has type Q6_K; ditto reads");
+  GgufWriter q8_k;
+  q8_k.tensor("token_embd.weight", kQ8_K, {256, 2}, std::vector<unsigned char>(584, 0));
+  expect_error([&] { parse(q8_k.bytes()); }, "has type Q8_K; ditto reads");
   GgufWriter unknown;
   unknown.tensor("t", 99, {32}, std::vector<unsigned char>(128, 0));
   expect_error([&] { parse(unknown.bytes()); }, "unknown type 99");
   GgufWriter partial;
   partial.tensor("t", kQ4_0, {48}, std::vector<unsigned char>(64, 0));
   expect_error([&] { parse(partial.bytes()); }, "not whole blocks of 32");
+  GgufWriter partial_k;
+  partial_k.tensor("t", ggml_type(DType::Q4_K), {288, 2}, std::vector<unsigned char>(2 * 144 * 2, 0));
+  expect_error([&] { parse(partial_k.bytes()); }, "its rows of 288 values are not whole blocks of 256");
   GgufWriter dims;
   dims.tensor("t", kF32, {1, 1, 1, 1, 1}, std::vector<unsigned char>(4, 0));
   expect_error([&] { parse(dims.bytes()); }, "has 5 dimensions");

@@ -68,25 +68,30 @@ TEST(Simd, MatmulMatchesReference) {
   }
 }
 
-// Quantised weights: random blocks (sane f16 scales), inputs that span several 256-input
-// blocks of the prefill kernel, and decode (one row) as well as prefill.
+// Quantised weights: random blocks (finite scales), inputs that span several blocks of the
+// prefill kernel, and decode (one row) as well as prefill.
 TEST(Simd, QuantisedMatmulMatchesReference) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
-    // Up to 16 rows the tiles dequantise in registers, beyond that a block at a time; 2080
-    // inputs span two blocks of 2048.
-    for (size_t rows : {1, 2, 5, 9, 16, 17}) {
-      for (auto [n, k] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
-        testing::SplitMix64 rng(n * 31 + k);
-        std::vector<unsigned char> source(dtype_bytes(dtype, n * k));
-        for (auto& b : source) b = uint8_t(rng.next());
-        for (size_t at = 0; at < source.size(); at += dtype_block_bytes(dtype)) {
-          const uint16_t scale = f32_to_f16(rng.uniform(0.05f)), minimum = f32_to_f16(rng.uniform(0.05f));
-          std::memcpy(&source[at], &scale, 2);
-          if (dtype == DType::Q4_1) std::memcpy(&source[at + 2], &minimum, 2);
-        }
+  for (DType dtype : kQuantizedDTypes) {
+    // Up to 16 rows the tiles dequantise in registers, beyond that a block of 2048 inputs at a
+    // time; the last shape spans two such blocks. Inputs are whole blocks (of 256 for K-quants).
+    const size_t block = dtype_block_elements(dtype);
+    for (size_t rows : {1, 2, 5, 9, 16, 17, 70}) {
+      for (auto [n, inputs] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
+        const size_t k = (inputs + block - 1) / block * block;
+        const auto source = testing::random_quant_blocks(dtype, n * k, n * 31 + k, 1.0f);
         expect_matmul_matches_reference(dtype, source, n, k, rows);
       }
     }
+  }
+}
+
+// ... and with f16 scales and minimums of every finite magnitude: signed zeros, subnormals, up
+// to 65504 (weights up to about 1.3e8), in both paths.
+TEST(Simd, QuantisedMatmulWithExtremeScalesMatchesReference) {
+  for (DType dtype : kQuantizedDTypes) {
+    const size_t n = 33, k = 3 * dtype_block_elements(dtype);
+    const auto source = testing::random_quant_blocks(dtype, n * k, 5, 0.0f, true);
+    for (size_t rows : {1, 3, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
   }
 }
 

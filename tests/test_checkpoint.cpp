@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -20,6 +21,57 @@ uint64_t SplitMix64::next() {
 float SplitMix64::uniform(float scale) {
   const int32_t integer = int32_t(next() >> 40) - (1 << 23);  // [-2^23, 2^23)
   return float(integer) * (scale / 8388608.0f);
+}
+
+namespace {
+
+// Where a block keeps its f16 factors, and the largest integer each multiplies.
+struct F16Factors {
+  size_t scale_at;
+  float scale_multiplier;
+  int minimum_at = -1;  // none
+  float minimum_multiplier = 1.0f;
+};
+
+F16Factors f16_factors(DType dtype) {
+  switch (dtype) {
+    case DType::Q8_0: return {0, 128};
+    case DType::Q4_0: return {0, 8};
+    case DType::Q4_1: return {0, 15, 2, 1};
+    case DType::Q5_0: return {0, 16};
+    case DType::Q5_1: return {0, 31, 2, 1};
+    case DType::Q2_K: return {80, 15 * 3, 82, 15};
+    case DType::Q3_K: return {108, 32 * 4};
+    case DType::Q4_K: return {0, 63 * 15, 2, 63};
+    case DType::Q5_K: return {0, 63 * 31, 2, 63};
+    case DType::Q6_K: return {208, 128 * 32};
+    default: throw Error("not a quantised type: " + dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint64_t seed, float bound,
+                                               bool any_finite_factors) {
+  SplitMix64 rng(seed);
+  std::vector<unsigned char> bytes(dtype_bytes(dtype, values));
+  for (auto& b : bytes) b = uint8_t(rng.next());
+  const F16Factors factors = f16_factors(dtype);
+  const auto factor = [&](float multiplier) {
+    if (!any_finite_factors) return f32_to_f16(rng.uniform(bound / multiplier));
+    uint16_t bits;
+    do bits = uint16_t(rng.next()); while ((bits & 0x7c00u) == 0x7c00u);  // not infinity or NaN
+    return bits;
+  };
+  for (size_t at = 0; at < bytes.size(); at += dtype_block_bytes(dtype)) {
+    const uint16_t scale = factor(factors.scale_multiplier);
+    std::memcpy(&bytes[at + factors.scale_at], &scale, 2);
+    if (factors.minimum_at >= 0) {
+      const uint16_t minimum = factor(factors.minimum_multiplier);
+      std::memcpy(&bytes[at + size_t(factors.minimum_at)], &minimum, 2);
+    }
+  }
+  return bytes;
 }
 
 std::vector<unsigned char> safetensors_bytes(const std::vector<TestTensor>& tensors) {

@@ -24,6 +24,13 @@ class SplitMix64 {
   uint64_t state_;
 };
 
+// Blocks of a quantised type for `values` values: random bytes, with the f16 factors set to
+// finite values such that every weight lies within about [-bound, bound] (the scale d uniform
+// in [-bound, bound) over the largest integer factor it meets, minimums likewise), or, if
+// `any_finite_factors`, to random finite f16 bit patterns (signed zeros, subnormals, up to 65504).
+std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint64_t seed, float bound,
+                                               bool any_finite_factors = false);
+
 struct TestTensor {
   std::string name;
   std::string dtype;  // safetensors spelling: "F32", "F16", "BF16", ...

@@ -8,26 +8,22 @@ namespace ditto::testing {
 
 uint32_t ggml_type(DType dtype) {
   switch (dtype) {
-    case DType::Q8_0: return kQ8_0;
     case DType::Q4_0: return kQ4_0;
-    case DType::Q4_1: return kQ4_1;
+    case DType::Q4_1: return 3;
+    case DType::Q5_0: return 6;
+    case DType::Q5_1: return 7;
+    case DType::Q8_0: return 8;
+    case DType::Q2_K: return 10;
+    case DType::Q3_K: return 11;
+    case DType::Q4_K: return 12;
+    case DType::Q5_K: return 13;
+    case DType::Q6_K: return 14;
     default: return kF32;
   }
 }
 
 std::vector<unsigned char> random_blocks(DType dtype, size_t values, uint64_t seed) {
-  SplitMix64 rng(seed);
-  std::vector<unsigned char> bytes(dtype_bytes(dtype, values));
-  for (auto& b : bytes) b = uint8_t(rng.next());
-  for (size_t at = 0; at < bytes.size(); at += dtype_block_bytes(dtype)) {
-    const uint16_t d = f32_to_f16(rng.uniform(1.0f / 64));
-    std::memcpy(&bytes[at], &d, 2);
-    if (dtype == DType::Q4_1) {
-      const uint16_t m = f32_to_f16(rng.uniform(1.0f / 64));
-      std::memcpy(&bytes[at + 2], &m, 2);
-    }
-  }
-  return bytes;
+  return random_quant_blocks(dtype, values, seed, 0.25f);
 }
 
 void GgufWriter::strings(const std::string& key, const std::vector<std::string>& v) {
@@ -65,12 +61,14 @@ std::vector<unsigned char> GgufWriter::bytes() const {
 }
 
 GgufWriter tiny_llama(DType dtype, float rms_norm_eps) {
+  const bool k_quant = dtype_block_elements(dtype) == 256;
+  const uint64_t hidden = k_quant ? 256 : 64, mlp = k_quant ? 512 : 96, kv = hidden / 2;
   GgufWriter g;
   g.str("general.architecture", "llama");
   g.u32("llama.block_count", 2);
   g.u32("llama.context_length", 256);
-  g.u32("llama.embedding_length", 64);
-  g.u32("llama.feed_forward_length", 96);
+  g.u32("llama.embedding_length", uint32_t(hidden));
+  g.u32("llama.feed_forward_length", uint32_t(mlp));
   g.u32("llama.attention.head_count", 4);
   g.u32("llama.attention.head_count_kv", 2);
   g.f32("llama.attention.layer_norm_rms_epsilon", rms_norm_eps);
@@ -86,21 +84,21 @@ GgufWriter tiny_llama(DType dtype, float rms_norm_eps) {
     std::memcpy(bytes.data(), values.data(), bytes.size());
     g.tensor(name, kF32, {n}, bytes);
   };
-  matrix("token_embd.weight", DType::Q8_0, 64, 80);
+  matrix("token_embd.weight", DType::Q8_0, hidden, 80);
   for (int l = 0; l < 2; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    ones(b + "attn_norm.weight", 64);
-    matrix(b + "attn_q.weight", dtype, 64, 64);
-    matrix(b + "attn_k.weight", dtype, 64, 32);
-    matrix(b + "attn_v.weight", dtype, 64, 32);
-    matrix(b + "attn_output.weight", dtype, 64, 64);
-    ones(b + "ffn_norm.weight", 64);
-    matrix(b + "ffn_gate.weight", dtype, 64, 96);
-    matrix(b + "ffn_up.weight", dtype, 64, 96);
-    matrix(b + "ffn_down.weight", dtype, 96, 64);
+    ones(b + "attn_norm.weight", hidden);
+    matrix(b + "attn_q.weight", dtype, hidden, hidden);
+    matrix(b + "attn_k.weight", dtype, hidden, kv);
+    matrix(b + "attn_v.weight", dtype, hidden, kv);
+    matrix(b + "attn_output.weight", dtype, hidden, hidden);
+    ones(b + "ffn_norm.weight", hidden);
+    matrix(b + "ffn_gate.weight", dtype, hidden, mlp);
+    matrix(b + "ffn_up.weight", dtype, hidden, mlp);
+    matrix(b + "ffn_down.weight", dtype, mlp, hidden);
   }
-  ones("output_norm.weight", 64);
-  matrix("output.weight", dtype, 64, 80);
+  ones("output_norm.weight", hidden);
+  matrix("output.weight", dtype, hidden, 80);
   return g;
 }
 

@@ -9,10 +9,10 @@
 namespace ditto::testing {
 
 // ggml type ids.
-constexpr uint32_t kF32 = 0, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ6_K = 14;
+constexpr uint32_t kF32 = 0, kQ4_0 = 2;
 uint32_t ggml_type(DType dtype);
 
-// Random blocks of a quantised type with sane scales (|d| and m of order 2^-6, finite).
+// Random blocks of a quantised type with weights of order 0.25 (finite scales).
 std::vector<unsigned char> random_blocks(DType dtype, size_t values, uint64_t seed);
 
 // Writes GGUF version 3 files.
@@ -47,7 +47,9 @@ class GgufWriter {
 };
 
 // A tiny llama model: hidden 64, 4 heads of 16 (2 kv heads), MLP 96, vocab 80, 2 layers,
-// context 256, RMSNorm epsilon as given; matrices in `dtype`, the embedding in Q8_0, untied output in `dtype`.
+// context 256, RMSNorm epsilon as given; matrices in `dtype`, the embedding in Q8_0, untied
+// output in `dtype`. For the K-quants, whose rows are whole blocks of 256, hidden 256 (4 heads of
+// 64) and MLP 512.
 GgufWriter tiny_llama(DType dtype, float rms_norm_eps = 1e-5f);
 
 // Writes the bytes as model.gguf in a fresh directory and returns its path.

@@ -20,7 +20,14 @@ bool ggml_dtype(uint32_t type, DType& dtype) {
     case 1: dtype = DType::F16; return true;
     case 2: dtype = DType::Q4_0; return true;
     case 3: dtype = DType::Q4_1; return true;
+    case 6: dtype = DType::Q5_0; return true;
+    case 7: dtype = DType::Q5_1; return true;
     case 8: dtype = DType::Q8_0; return true;
+    case 10: dtype = DType::Q2_K; return true;
+    case 11: dtype = DType::Q3_K; return true;
+    case 12: dtype = DType::Q4_K; return true;
+    case 13: dtype = DType::Q5_K; return true;
+    case 14: dtype = DType::Q6_K; return true;
     case 30: dtype = DType::BF16; return true;
     default: return false;
   }
@@ -236,7 +243,7 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name) {
     tensor.ggml_type = in.read<uint32_t>("a tensor type");
     if (!ggml_dtype(tensor.ggml_type, tensor.dtype))
       throw Error(where + " has type " + ggml_type_name(tensor.ggml_type) +
-                  "; ditto reads F32, F16, BF16, Q8_0, Q4_0 and Q4_1");
+                  "; ditto reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K");
     if (ne[0] % dtype_block_elements(tensor.dtype) != 0)
       throw Error(where + ": its rows of " + std::to_string(ne[0]) + " values are not whole blocks of " +
                   std::to_string(dtype_block_elements(tensor.dtype)));

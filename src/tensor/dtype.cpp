@@ -12,6 +12,13 @@ std::string dtype_name(DType dtype) {
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
     case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
+    case DType::Q2_K: return "q2_k";
+    case DType::Q3_K: return "q3_k";
+    case DType::Q4_K: return "q4_k";
+    case DType::Q5_K: return "q5_k";
+    case DType::Q6_K: return "q6_k";
   }
   return "?";
 }

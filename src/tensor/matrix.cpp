@@ -23,19 +23,25 @@ void pack_panels(const unsigned char* source, size_t rows, size_t cols, std::spa
   }
 }
 
-// Block b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16.
+// Group b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16.
+template <size_t G>
 void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
-                std::span<const size_t> source_rows, QuantTile* out) {
-  const size_t blocks = cols / kQuantBlock;
+                std::span<const size_t> source_rows, QuantTile<G>* out) {
+  const size_t block = dtype_block_elements(dtype);
+  const size_t groups_per_block = block / G;
+  QuantGroup groups[kMaxQuantGroups];
   for (size_t n = 0; n < rows; ++n) {
     const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
     const size_t j = n % kPanelRows;
-    for (size_t b = 0; b < blocks; ++b) {
-      const QuantBlock block = read_block(dtype, row + b * dtype_block_bytes(dtype));
-      QuantTile& tile = out[(n / kPanelRows) * blocks + b];
-      tile.d[j] = block.d;
-      tile.m[j] = block.m;
-      for (size_t i = 0; i < kQuantBlock; ++i) tile.q[i][j] = block.q[i];
+    QuantTile<G>* panel = out + (n / kPanelRows) * (cols / G);
+    for (size_t at = 0; at < cols; at += block) {
+      read_block(dtype, row + dtype_bytes(dtype, at), groups);
+      for (size_t g = 0; g < groups_per_block; ++g) {
+        QuantTile<G>& tile = panel[at / G + g];
+        tile.scale[j] = groups[g].scale;
+        tile.minimum[j] = groups[g].minimum;
+        for (size_t i = 0; i < G; ++i) tile.entries[i][j] = groups[g].entries[i];
+      }
     }
   }
 }
@@ -55,9 +61,11 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
     case DType::F32: pack_panels<dtype_size(DType::F32)>(in, rows, cols, source_rows, out); break;
     case DType::F16:
     case DType::BF16: pack_panels<dtype_size(DType::F16)>(in, rows, cols, source_rows, out); break;
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_1: pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile*>(storage)); break;
+    default:
+      if (quant_group_size(dtype) == 16)
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16>*>(storage));
+      else
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32>*>(storage));
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);

@@ -8,32 +8,57 @@
 // specification of the weights a quantised matmul multiplies with (docs/numerics-quant.md).
 namespace ditto {
 
-inline constexpr size_t kQuantBlock = 32;
+// A block is cut into groups of inputs that share one f32 scale (and minimum): the 32-value
+// blocks are one group each; the K-quants' sub-blocks are groups of 32 (Q4_K, Q5_K) or 16
+// (Q2_K, Q3_K, Q6_K).
+constexpr size_t quant_group_size(DType dtype) {
+  return dtype == DType::Q2_K || dtype == DType::Q3_K || dtype == DType::Q6_K ? 16 : 32;
+}
+inline constexpr size_t kMaxQuantGroup = 32;
+// The largest block (the K-quants' super-block) and the most groups a block has.
+inline constexpr size_t kMaxQuantBlock = 256;
+inline constexpr size_t kMaxQuantGroups = kMaxQuantBlock / 16;
 
-// The fields of one block of 32 values: scale d and, for Q4_1, minimum m (stored as f16,
-// widened exactly), and the quantised entries: -128 .. 127 for Q8_0, 0 .. 15 for Q4_0/Q4_1.
-struct QuantBlock {
-  float d = 0.0f;
-  float m = 0.0f;
-  int8_t q[kQuantBlock] = {};  // Q4: entry j is the low nibble of byte j, entry j + 16 its high nibble
+// How a type's minimum enters the value: not at all, added to the product (Q4_1, Q5_1), or
+// subtracted from it (the K-quants with minimums), each as the `gguf` package writes it.
+enum class QuantMinimum { None, Added, Subtracted };
+constexpr QuantMinimum quant_minimum(DType dtype) {
+  switch (dtype) {
+    case DType::Q4_1:
+    case DType::Q5_1: return QuantMinimum::Added;
+    case DType::Q2_K:
+    case DType::Q4_K:
+    case DType::Q5_K: return QuantMinimum::Subtracted;
+    default: return QuantMinimum::None;
+  }
+}
+
+// One group as the `gguf` package computes its parts in f32: the scale and minimum (f16 fields
+// widened exactly; for the K-quants the f32 product of the super-block's f16 factor and the
+// sub-block's integer factor, e.g. Q4_K: d * float(sc), dmin * float(m)), and the entries as the
+// signed integers that multiply the scale (Q4_0: q - 8, Q5_0: q - 16, Q6_K: q - 32, Q3_K: q - 4
+// where the high bit is clear; Q8_0, Q4_1, Q5_1, Q2_K, Q4_K, Q5_K: q).
+struct QuantGroup {
+  float scale = 0.0f;
+  float minimum = 0.0f;
+  int8_t entries[kMaxQuantGroup] = {};  // the first quant_group_size(dtype) are used
 };
 
-// Reads one block as ggml stores it: Q8_0 = f16 d, 32 x int8; Q4_0 = f16 d, 16 bytes of
-// nibbles; Q4_1 = f16 d, f16 m, 16 bytes of nibbles.
-QuantBlock read_block(DType dtype, const void* block);
+// Reads one block (dtype_block_elements(dtype) values) as ggml stores it into its
+// dtype_block_elements(dtype) / quant_group_size(dtype) groups, in the order of the values.
+void read_block(DType dtype, const void* block, QuantGroup* groups);
 
-// The value of entry q of a block, as ggml's and the `gguf` package's dequantize compute it in
-// f32: Q8_0 d * q; Q4_0 d * (q - 8); Q4_1 (d * q) + m, the product rounded before the sum.
-inline float dequantize(DType dtype, float d, float m, int q) {
-  switch (dtype) {
-    case DType::Q8_0: return d * float(q);
-    case DType::Q4_0: return d * float(q - 8);
-    case DType::Q4_1: return d * float(q) + m;
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16: break;  // not block types
+// The value of an entry of a group: scale * float(entry), rounded, then for types with a
+// minimum `+ minimum` or `- minimum`, rounded: the operations and their order of the `gguf`
+// package's dequantize (and of ggml's scalar dequantize_row_*).
+inline float dequantize(DType dtype, float scale, float minimum, int entry) {
+  const float product = scale * float(entry);
+  switch (quant_minimum(dtype)) {
+    case QuantMinimum::Added: return product + minimum;
+    case QuantMinimum::Subtracted: return product - minimum;
+    case QuantMinimum::None: break;
   }
-  return 0.0f;
+  return product;
 }
 
 }  // namespace ditto

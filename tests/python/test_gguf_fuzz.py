@@ -41,7 +41,8 @@ def test_fuzz_the_gguf_parser_for_a_bounded_time(tmp_path):
     subprocess.run(["cmake", "--build", BUILD, "--target", "gguf_fuzz"], check=True, stdout=subprocess.DEVNULL)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for quant in (gguf.GGMLQuantizationType.Q4_1, gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0):
+    for quant in (gguf.GGMLQuantizationType.Q4_1, gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0,
+                  gguf.GGMLQuantizationType.Q5_0, gguf.GGMLQuantizationType.Q5_1):
         write_seed(corpus / f"seed-{quant.name}.gguf", quant)
     result = subprocess.run(
         [os.path.join(BUILD, "gguf_fuzz"), f"-max_total_time={SECONDS}", "-timeout=10", "-rss_limit_mb=4096",

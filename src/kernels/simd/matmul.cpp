@@ -49,7 +49,7 @@ HWY_INLINE void StoreOutputs(DF d, VF v, float* y, size_t valid) {
 
 // Where a tile finds its weights: vector v of panel p at input k lies at element
 // k * k_stride + p * panel_stride + v * L of `data`, stored as kDtype. Quantised panels count
-// in QuantTiles instead: panel p's tile of inputs 32b .. 32b+31 is tile p * panel_stride + b.
+// in QuantTiles instead: panel p's tile of inputs G*b .. G*b+G-1 is tile p * panel_stride + b.
 struct PanelSource {
   const void* data;
   size_t panel_stride, k_stride;
@@ -104,14 +104,17 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
 }
 
 // The entries q[0 .. L-1] of a quantised tile as dequantize() computes them, lane by lane:
-// the integer entry (minus 8 for Q4_0) converted to f32, times d, plus m for Q4_1.
+// the integer entry converted to f32, times the scale, then plus or minus the minimum.
 HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF minimum) {
   const hn::Rebind<int32_t, DF> di;
   const hn::Rebind<int8_t, DF> d8;
-  auto entries = hn::PromoteTo(di, hn::LoadU(d8, q));
-  if (dtype == DType::Q4_0) entries = hn::Sub(entries, hn::Set(di, 8));
-  const VF value = hn::Mul(scale, hn::ConvertTo(d, entries));
-  return dtype == DType::Q4_1 ? hn::Add(value, minimum) : value;
+  const VF product = hn::Mul(scale, hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q))));
+  switch (quant_minimum(dtype)) {
+    case QuantMinimum::Added: return hn::Add(product, minimum);
+    case QuantMinimum::Subtracted: return hn::Sub(product, minimum);
+    case QuantMinimum::None: break;
+  }
+  return product;
 }
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
@@ -124,23 +127,25 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
                                 size_t y_stride, size_t valid_columns, bool, Prefetch) {
   const DF d;
   constexpr size_t kVectors = P * kVectorsPerPanel;
+  constexpr size_t G = quant_group_size(kDtype);
   VF acc[R][kVectors];
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(d);
-  const auto* tiles = static_cast<const QuantTile*>(weights.data);
-  for (size_t b = 0; b < inputs / kQuantBlock; ++b) {
-    const QuantTile* tile[kVectors];
+  const auto* tiles = static_cast<const QuantTile<G>*>(weights.data);
+  for (size_t b = 0; b < inputs / G; ++b) {
+    const QuantTile<G>* tile[kVectors];
     VF scale[kVectors], minimum[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
       tile[v] = &tiles[(v / kVectorsPerPanel) * weights.panel_stride + b];
-      scale[v] = hn::Load(d, tile[v]->d + (v % kVectorsPerPanel) * kLanesF);
-      minimum[v] = hn::Load(d, tile[v]->m + (v % kVectorsPerPanel) * kLanesF);
+      scale[v] = hn::Load(d, tile[v]->scale + (v % kVectorsPerPanel) * kLanesF);
+      minimum[v] = hn::Load(d, tile[v]->minimum + (v % kVectorsPerPanel) * kLanesF);
     }
-    for (size_t i = 0; i < kQuantBlock; ++i) {
+    for (size_t i = 0; i < G; ++i) {
       VF w[kVectors];
       for (size_t v = 0; v < kVectors; ++v)
-        w[v] = DequantizeLanes(d, kDtype, tile[v]->q[i] + (v % kVectorsPerPanel) * kLanesF, scale[v], minimum[v]);
-      const size_t k = b * kQuantBlock + i;
+        w[v] = DequantizeLanes(d, kDtype, tile[v]->entries[i] + (v % kVectorsPerPanel) * kLanesF, scale[v],
+                               minimum[v]);
+      const size_t k = b * G + i;
       for (size_t r = 0; r < R; ++r) {
         const VF xr = hn::Set(d, x[r * x_stride + k]);
         for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
@@ -185,6 +190,13 @@ TileFn SelectTile(DType dtype, size_t rows, size_t panels) {
     case DType::Q8_0: return SelectTile<DType::Q8_0>(rows, panels);
     case DType::Q4_0: return SelectTile<DType::Q4_0>(rows, panels);
     case DType::Q4_1: return SelectTile<DType::Q4_1>(rows, panels);
+    case DType::Q5_0: return SelectTile<DType::Q5_0>(rows, panels);
+    case DType::Q5_1: return SelectTile<DType::Q5_1>(rows, panels);
+    case DType::Q2_K: return SelectTile<DType::Q2_K>(rows, panels);
+    case DType::Q3_K: return SelectTile<DType::Q3_K>(rows, panels);
+    case DType::Q4_K: return SelectTile<DType::Q4_K>(rows, panels);
+    case DType::Q5_K: return SelectTile<DType::Q5_K>(rows, panels);
+    case DType::Q6_K: return SelectTile<DType::Q6_K>(rows, panels);
     case DType::F32: break;
   }
   return SelectTile<DType::F32>(rows, panels);
@@ -217,7 +229,7 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
     for (size_t g = group_begin; g < group_end; ++g) {
       const PanelGroup group(w, g);
       const PanelSource weights =
-          is_quantized(w.dtype) ? PanelSource{w.panel(group.first_panel), w.cols / kQuantBlock, 0}
+          is_quantized(w.dtype) ? PanelSource{w.panel(group.first_panel), w.cols / quant_group_size(w.dtype), 0}
                                 : PanelSource{w.panel(group.first_panel), w.cols * kPanelRows, kPanelRows};
       // Only where a group has several row tiles: with one (decode), prefetching made decode
       // 16% slower, most likely by evicting the group's own lines from L1.
@@ -234,20 +246,21 @@ void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, in
   });
 }
 
-// Quantised weights: dequantises inputs k0 .. k0+block_k (whole blocks of 32) of panel `panel`
+// Quantised weights: dequantises inputs k0 .. k0+block_k (whole groups of G) of panel `panel`
 // into position p of the k-major f32 block, lane for lane the arithmetic of dequantize().
-static_assert(kBlockK % kQuantBlock == 0, "blocks of inputs hold whole quantised blocks");
+static_assert(kBlockK % kMaxQuantBlock == 0, "blocks of inputs hold whole quantised blocks");
+template <size_t G>
 void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_k, size_t p, size_t panels,
                      float* block) {
   const DF d;
-  for (size_t b = k0 / kQuantBlock; b < (k0 + block_k) / kQuantBlock; ++b) {
-    const QuantTile& tile = w.tile(panel, b);
+  for (size_t b = k0 / G; b < (k0 + block_k) / G; ++b) {
+    const QuantTile<G>& tile = w.tile<G>(panel, b);
     for (size_t v = 0; v < kVectorsPerPanel; ++v) {
-      const VF scale = hn::Load(d, tile.d + v * kLanesF);
-      const VF minimum = hn::Load(d, tile.m + v * kLanesF);
-      for (size_t i = 0; i < kQuantBlock; ++i)
-        hn::Store(DequantizeLanes(d, w.dtype, tile.q[i] + v * kLanesF, scale, minimum), d,
-                  block + ((b * kQuantBlock + i - k0) * panels + p) * kPanelRows + v * kLanesF);
+      const VF scale = hn::Load(d, tile.scale + v * kLanesF);
+      const VF minimum = hn::Load(d, tile.minimum + v * kLanesF);
+      for (size_t i = 0; i < G; ++i)
+        hn::Store(DequantizeLanes(d, w.dtype, tile.entries[i] + v * kLanesF, scale, minimum), d,
+                  block + ((b * G + i - k0) * panels + p) * kPanelRows + v * kLanesF);
     }
   }
 }
@@ -267,7 +280,8 @@ void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, i
       for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
         const size_t block_k = std::min(kBlockK, w.cols - k0);
         for (size_t p = 0; p < group.panels; ++p)
-          DequantizePanel(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
+          (quant_group_size(w.dtype) == 16 ? DequantizePanel<16> : DequantizePanel<32>)(
+              w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
         for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
           const size_t tile_rows = std::min(kTileRows, rows - m0);
           const Prefetch prefetch{next.start + prefetched * 64, std::min(block_k, next.lines - prefetched)};

@@ -39,9 +39,7 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
       return hn::PromoteTo(d, hn::LoadU(dh, static_cast<const hwy::float16_t*>(data)));
     }
     case DType::F32: break;
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_1: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
+    default: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
   }
   return hn::LoadU(d, static_cast<const float*>(data));
 }

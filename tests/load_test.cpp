@@ -33,7 +33,8 @@ const char* kTokenizerJson = R"({
 TEST(Load, ACheckpointBringsItsTokenizerTemplateAndEveryEndToken) {
   const std::string dir = testing::write_checkpoint(TinyConfig{}, "load-full");
   write_text(dir + "/tokenizer.json", kTokenizerJson);
-  write_text(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "chat_template": "{{ messages }}"})");
+  write_text(dir + "/tokenizer_config.json",
+             R"({"eos_token": "<|endoftext|>", "pad_token": null, "chat_template": "{{ messages }}"})");
   write_text(dir + "/generation_config.json", R"({"eos_token_id": [2, 7]})");
   const LoadedModel loaded = load_model(dir);
   ASSERT_TRUE(loaded.model);
@@ -42,6 +43,7 @@ TEST(Load, ACheckpointBringsItsTokenizerTemplateAndEveryEndToken) {
   EXPECT_EQ(loaded.tokenizer->encode("ab"), (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(loaded.chat_template, "{{ messages }}");
   EXPECT_EQ(loaded.stop_tokens, (std::vector<int32_t>{2, 3, 7}));
+  EXPECT_EQ(loaded.special_tokens, (std::map<std::string, std::string>{{"eos_token", "<|endoftext|>"}}));
   EXPECT_EQ(loaded.name, std::filesystem::path(dir).filename().string());
 
   // chat_template.jinja wins over tokenizer_config.json, as in transformers.

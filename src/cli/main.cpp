@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   ditto::cli::register_tokenize(app);
   ditto::cli::register_verify(app);
   ditto::cli::register_inspect(app);
+  ditto::cli::register_template(app);
+  ditto::cli::register_chat(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -66,6 +66,13 @@ void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel&
     }
   }
   if (gguf.has("tokenizer.chat_template")) out.chat_template = gguf.get_string("tokenizer.chat_template");
+  if (out.tokenizer)
+    for (const auto& [name, key] : {std::pair{"bos_token", "tokenizer.ggml.bos_token_id"}, {"eos_token", "tokenizer.ggml.eos_token_id"},
+                                    {"unk_token", "tokenizer.ggml.unknown_token_id"}, {"pad_token", "tokenizer.ggml.padding_token_id"}})
+      if (gguf.has(key) && gguf.get_uint(key) < out.tokenizer->vocab_size()) {
+        const int32_t id = int32_t(gguf.get_uint(key));
+        out.special_tokens[name] = out.tokenizer->decode(std::span(&id, 1));
+      }
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
     if (gguf.has(key)) add_stop(out.stop_tokens, int64_t(std::min<uint64_t>(gguf.get_uint(key), INT64_MAX)));
 }
@@ -99,11 +106,16 @@ void load_checkpoint(const std::string& directory, const LoadOptions& options, L
   if (config.is_object() && config.contains("eos_token_id")) add_stops(out.stop_tokens, config["eos_token_id"]);
   const json generation = read_json(dir / "generation_config.json");
   if (generation.is_object() && generation.contains("eos_token_id")) add_stops(out.stop_tokens, generation["eos_token_id"]);
-  if (out.tokenizer && tokenizer_config.is_object() && tokenizer_config.contains("eos_token")) {
-    const json& eos = tokenizer_config["eos_token"];
-    const std::string text = eos.is_string() ? eos.get<std::string>() : eos.is_object() ? eos.value("content", "") : "";
-    if (const auto id = out.tokenizer->token_to_id(text)) add_stop(out.stop_tokens, *id);
-  }
+  // Special tokens as text: a string, or an added token's {"content": ...}.
+  if (tokenizer_config.is_object())
+    for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+      const json& token = tokenizer_config.contains(name) ? tokenizer_config[name] : json();
+      const std::string text = token.is_string() ? token.get<std::string>()
+                               : token.is_object() ? token.value("content", std::string()) : std::string();
+      if (!text.empty()) out.special_tokens[name] = text;
+    }
+  if (out.tokenizer && out.special_tokens.count("eos_token"))
+    if (const auto id = out.tokenizer->token_to_id(out.special_tokens["eos_token"])) add_stop(out.stop_tokens, *id);
 }
 
 }  // namespace

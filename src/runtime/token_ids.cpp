@@ -26,6 +26,15 @@ std::vector<int32_t> parse_token_ids(std::string_view text) {
   return ids;
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error("error while reading '" + path + "'");
+  return text.str();
+}
+
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot read '" + path + "'");

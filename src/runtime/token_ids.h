@@ -10,6 +10,9 @@ namespace ditto {
 // a token id. An empty text gives no ids.
 std::vector<int32_t> parse_token_ids(std::string_view text);
 
+// The whole of a file. Throws ditto::Error if it cannot be read.
+std::string read_text(const std::string& path);
+
 // The lines of a text file, without their line ends (a last line without "\n" counts). Throws
 // ditto::Error if the file cannot be read.
 std::vector<std::string> read_lines(const std::string& path);

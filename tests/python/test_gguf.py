@@ -122,19 +122,6 @@ def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
         assert tokenizer.decode(ids) == reference.decode(ids), repr(line)
 
 
-def test_chat_prompt_is_what_the_template_renders(gguf_path):
-    """`ditto generate -p` wraps the text as one user message; for SmolLM2's ChatML template that
-    is exactly what transformers' Jinja rendering of the template gives."""
-    reference = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    chat_template = ditto.gguf_tokenizer(str(gguf_path))[1]
-    assert "<|im_start|>" in chat_template
-    for text in CHATS + ["", "two\nlines"]:
-        expected = reference.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                                 tokenize=False)
-        assert ditto.chat_prompt(chat_template, text) == expected
-    assert ditto.chat_prompt("{{ messages[0]['content'] }}", "plain") == "plain"
-
-
 # Tiny llama files (hidden 256: K-quant rows are whole blocks of 256) with every matrix of one
 # type, and one mixed like a Q4_K_M file (Q6_K for v, down and the tied embedding, Q5_0, Q8_0).
 TINY_MODELS = {name: {"default": name} for name in ("Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")}

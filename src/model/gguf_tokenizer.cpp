@@ -211,10 +211,18 @@ json derived_merges(const std::vector<std::string>& tokens, const std::vector<do
     if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
     return a.right_chars > b.right_chars;
   });
+  // As "left right" strings, which load faster, unless a token holds a space; then as pairs.
+  const bool spaces = std::any_of(tokens.begin(), tokens.end(),
+                                  [](const std::string& token) { return token.find(' ') != std::string::npos; });
   json merges = json::array();
+  merges.get_ref<json::array_t&>().reserve(candidates.size());
   for (const Candidate& candidate : candidates) {
     const std::string& token = tokens[candidate.token];
-    merges.push_back({token.substr(0, candidate.split), token.substr(candidate.split)});
+    if (spaces) {
+      merges.push_back({token.substr(0, candidate.split), token.substr(candidate.split)});
+    } else {
+      merges.push_back(token.substr(0, candidate.split) + ' ' + token.substr(candidate.split));
+    }
   }
   return merges;
 }

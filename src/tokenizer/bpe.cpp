@@ -60,6 +60,10 @@ void BpeMerger::merge(std::string_view word, std::vector<int32_t>& out, Scratch&
   symbols.clear();
   queue.clear();
   add_symbols(word, symbols);
+  if (symbols.size() == 1) {  // a single byte or character, as often: nothing to merge
+    out.push_back(symbols[0].id);
+    return;
+  }
   if (symbols.empty()) return;
   const auto size = static_cast<int32_t>(symbols.size());
   const auto later = [](const Scratch::QueuedMerge& a, const Scratch::QueuedMerge& b) {

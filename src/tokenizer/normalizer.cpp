@@ -16,6 +16,8 @@ std::string replace_all(std::string_view text, std::string_view pattern, std::st
 }
 
 std::string Normalizer::normalize(std::string_view text) const {
+  // NFC alone (Qwen, Llama 3) normalizes without a copy first.
+  if (steps_.size() == 1 && steps_[0].kind == Step::Kind::Nfc) return to_nfc(text);
   std::string normalized(text);
   for (const Step& step : steps_) {
     switch (step.kind) {

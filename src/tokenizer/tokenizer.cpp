@@ -20,6 +20,7 @@ constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kCacheCapacity = 1 << 16;
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+constexpr std::string_view kSpaceMark = "\u2581";  // "▁"
 
 }  // namespace
 
@@ -34,9 +35,33 @@ void Tokenizer::Impl::encode_between_raw_tokens(std::string_view text, bool at_t
       text, allow_special,
       [&](std::string_view piece) {
         pre_tokenizer.split(piece, at_text_start && piece.data() == text.data(), state.pre_tokenizer,
-                            [&](std::string_view word) { merge_cached(word, ids); });
+                            [&](std::string_view word) { merge_word(word, ids); });
       },
       [&](int32_t id) { ids.push_back(id); });
+}
+
+bool Tokenizer::Impl::spanned_at(std::string_view word, size_t cut) const {
+  for (const auto& [token, marks] : space_cuts.spanning) {
+    for (const size_t mark : marks) {
+      if (mark <= cut && word.substr(cut - mark, token.size()) == token) return true;
+    }
+  }
+  return false;
+}
+
+void Tokenizer::Impl::merge_word(std::string_view word, std::vector<int32_t>& ids) const {
+  if (!space_cuts.enabled) {
+    merge_cached(word, ids);
+    return;
+  }
+  size_t piece_start = 0;
+  for (size_t mark = word.find(kSpaceMark, 1); mark != std::string_view::npos; mark = word.find(kSpaceMark, mark + 1)) {
+    const bool after_mark = mark >= kSpaceMark.size() && word.substr(mark - kSpaceMark.size(), kSpaceMark.size()) == kSpaceMark;
+    if (after_mark || spanned_at(word, mark)) continue;
+    merge_cached(word.substr(piece_start, mark - piece_start), ids);
+    piece_start = mark;
+  }
+  merge_cached(word.substr(piece_start), ids);
 }
 
 void Tokenizer::Impl::merge_cached(std::string_view word, std::vector<int32_t>& ids) const {

@@ -48,6 +48,18 @@ struct Tokenizer::Impl {
   // What the post-processor (TemplateProcessing) puts before and after an encoded text.
   std::vector<int32_t> prefix_ids, suffix_ids;
 
+  // Byte fallback: where a word may be cut before merging, so that the cache serves the pieces.
+  // Merging joins a character to a "▁" after it only into a token that holds such a pair, so a
+  // word can be cut before each "▁" that follows another character, except where one of those
+  // tokens spans the cut in the text, without changing its tokens. (Llama 2 has no such token,
+  // Gemma one, ">▁</".) Off where a byte token could be part of one, or under ignore_merges.
+  struct SpaceCuts {
+    bool enabled = false;
+    // The tokens that hold a character followed by "▁", and where each such "▁" is in them.
+    std::vector<std::pair<std::string, std::vector<size_t>>> spanning;
+  };
+  SpaceCuts space_cuts;
+
   // What encode() changes, guarded by `mutex`.
   struct EncodeState {
     PreTokenizer::Scratch pre_tokenizer;
@@ -62,7 +74,10 @@ struct Tokenizer::Impl {
 
   void encode_between_raw_tokens(std::string_view text, bool at_text_start, bool allow_special,
                                  std::vector<int32_t>& ids) const;
+  // Merges a word in the pieces space_cuts allows.
+  void merge_word(std::string_view word, std::vector<int32_t>& ids) const;
   void merge_cached(std::string_view word, std::vector<int32_t>& ids) const;
+  bool spanned_at(std::string_view word, size_t cut) const;
 
   // Decoding one id after another, for decode() and StreamDecoder alike: appends to `out` the
   // text that the ids so far complete, and keeps in `pending` the bytes that later ids may still

@@ -396,6 +396,28 @@ class Loader {
       merges.push_back(load_merge(merges_json[rank], rank, impl_.id_of_text, joined));
     }
     impl_.merger = std::make_unique<BpeMerger>(merges, alphabet(), std::move(whole_word_ids));
+    if (!impl_.byte_level && !ignore_merges) impl_.space_cuts = space_cuts();
+  }
+
+  // Where byte-fallback BPE may cut a word (Tokenizer::Impl::SpaceCuts), from the vocabulary.
+  Tokenizer::Impl::SpaceCuts space_cuts() const {
+    static constexpr std::string_view kMark = "\u2581";
+    // Few enough tokens that checking each at each cut costs little.
+    constexpr size_t kMaxSpanning = 64;
+    Tokenizer::Impl::SpaceCuts cuts;
+    if (!impl_.id_of_text.contains(kMark)) return cuts;
+    for (const auto& [text, id] : impl_.id_of_text) {
+      std::vector<size_t> marks;
+      for (size_t mark = text.find(kMark, 1); mark != std::string::npos; mark = text.find(kMark, mark + 1)) {
+        if (mark < kMark.size() || text.compare(mark - kMark.size(), kMark.size(), kMark) != 0) marks.push_back(mark);
+      }
+      if (marks.empty()) continue;
+      // A byte token's text ("<0xE2>") inside such a token would not be found in the text.
+      if (text.find("<0x") != std::string::npos || cuts.spanning.size() == kMaxSpanning) return {};
+      cuts.spanning.emplace_back(text, std::move(marks));
+    }
+    cuts.enabled = true;
+    return cuts;
   }
 
   void load_added_tokens(const json& tokens, size_t model_vocab_size) {

@@ -106,6 +106,16 @@ def test_gemma_agrees_with_transformers(gemma, gemma_reference):
     check_transformers_agrees(gemma, gemma_reference, LINES + near)
 
 
+def test_gemma_agrees_with_transformers_on_random_spaced_markup(gemma, gemma_reference):
+    """Random strings of the pieces around Gemma's one token that spans a space (">▁</"), where
+    ditto must not cut a word."""
+    rng = random.Random(5)
+    pieces = [">", "<", "/", "</", " ", "  ", "\u2581", "a", "p", "> </", "\u00a0", "\n"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 20)))
+        assert gemma.encode(text) == gemma_reference(text, add_special_tokens=False).input_ids, repr(text)
+
+
 def test_gemma_decodes_random_ids_as_transformers(gemma, gemma_reference):
     check_random_ids_decode_as_transformers(gemma, gemma_reference)
 

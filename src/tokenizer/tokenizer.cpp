@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "ditto/error.h"
+#include "tensor/checked.h"
+#include "tensor/limits.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
@@ -183,6 +185,13 @@ struct Tokenizer::Impl {
   void load(const json& root);
   void load_model(const json& model);
   void load_added_tokens(const json& tokens, size_t model_vocab_size);
+  // One entry for every id up to the largest: ids are bounded (limits::kTokenId), and the table's
+  // memory is checked before it grows.
+  void resize_entries(size_t size) {
+    require_memory(checked_mul(size, sizeof(TokenEntry), "the tokenizer's id table"),
+                   "the tokenizer's table of ids 0.." + std::to_string(size - 1));
+    entries.resize(size);
+  }
 
   void encode_between_raw_tokens(std::string_view text, bool allow_special, std::vector<int32_t>& ids) const;
   void split_and_merge(std::string_view text, size_t splitter, std::vector<int32_t>& ids) const;
@@ -223,14 +232,15 @@ void Tokenizer::Impl::load_model(const json& model) {
 
   int32_t max_id = -1;
   const json& vocab = model.at("vocab");
+  require(vocab.is_object(), "a vocab that is not an object");
+  if (vocab.empty()) throw Error("the vocabulary is empty: every text would encode to nothing");
   id_of_text.reserve(vocab.size());
   for (const auto& [text, id_json] : vocab.items()) {
-    const int32_t id = id_json.get<int32_t>();
-    if (id < 0) throw Error("vocabulary token \"" + text + "\" has a negative id");
+    const auto id = static_cast<int32_t>(json_integer(id_json, "the id of vocabulary token \"" + text + "\"", limits::kTokenId));
     id_of_text[text] = id;
     max_id = std::max(max_id, id);
   }
-  entries.resize(static_cast<size_t>(max_id + 1));
+  resize_entries(static_cast<size_t>(max_id) + 1);
   StringMap<int32_t> whole_word_ids;
   for (const auto& [text, id] : id_of_text) {
     entries[id] = {true, false, text, byte_level::decoded_bytes(text)};
@@ -259,7 +269,7 @@ void Tokenizer::Impl::load_added_tokens(const json& tokens, size_t model_vocab_s
   int32_t max_added_id = -1;
   for (const json& token_json : tokens) {
     AddedToken token;
-    token.id = token_json.at("id").get<int32_t>();
+    token.id = static_cast<int32_t>(json_integer(token_json.at("id"), "the id of an added token", limits::kTokenId));
     token.content = token_json.at("content").get<std::string>();
     token.special = token_json.value("special", false);
     token.single_word = token_json.value("single_word", false);
@@ -285,7 +295,7 @@ void Tokenizer::Impl::load_added_tokens(const json& tokens, size_t model_vocab_s
     }
     max_added_id = std::max(max_added_id, token.id);
     id_of_text[token.content] = token.id;
-    if (static_cast<size_t>(token.id) >= entries.size()) entries.resize(static_cast<size_t>(token.id) + 1);
+    if (static_cast<size_t>(token.id) >= entries.size()) resize_entries(static_cast<size_t>(token.id) + 1);
     entries[token.id] = {true, token.special, token.content, byte_level::decoded_bytes(token.content)};
     added_tokens.push_back(std::move(token));
   }

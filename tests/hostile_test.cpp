@@ -233,6 +233,17 @@ TEST(HostileGguf, TensorShapesAreBounded) {
                "has an absurd shape: dimension 1 is 1024 (a tensor holds 1 to 2^48 values)");
 }
 
+TEST(HostileGguf, ATokenizerThatIsNotUtf8IsRefused) {
+  // Found by fuzzing: a token of invalid UTF-8 made the tokenizer's JSON throw past ditto::Error.
+  GgufWriter g = testing::tiny_llama(DType::Q4_0);
+  g.str("tokenizer.ggml.model", "gpt2");
+  g.str("tokenizer.ggml.pre", "smollm");
+  g.strings("tokenizer.ggml.tokens", {"a", "b", "\xff"});
+  g.i32s("tokenizer.ggml.token_type", {1, 1, 1});
+  g.strings("tokenizer.ggml.merges", {});
+  expect_error([&] { load_model(testing::write_gguf("hostile-utf8", g.bytes())); }, "not valid UTF-8");
+}
+
 // --- safetensors -------------------------------------------------------------------------
 
 TEST(HostileSafetensors, AHeaderLongerThanTheFormatAllowsIsRefusedBeforeItIsRead) {
@@ -334,11 +345,10 @@ TEST(HostileTokenizer, IdsOutsideTheRangeAreRefusedNotTruncated) {
   EXPECT_EQ(Tokenizer::from_json(tokenizer_json(vocab_with(3))).encode("abz").size(), 2u);
   // 2^31 + 5 used to become a negative id, 2^32 + 1 the id 1, 2^31 - 1 overflowed max_id + 1,
   // and 10^9 asked for a table of 10^9 entries.
-  for (const auto& [id, text] : std::vector<std::pair<json, std::string>>{
-           {(uint64_t(1) << 31) + 5, "2147483653"}, {(uint64_t(1) << 32) + 1, "4294967297"},
-           {(int64_t(1) << 31) - 1, "2147483647"}, {1000000000, "1000000000"}, {-1, "-1"}})
+  for (const json& id : {json((uint64_t(1) << 31) + 5), json((uint64_t(1) << 32) + 1), json((int64_t(1) << 31) - 1),
+                        json(1000000000), json(-1)})
     expect_error([&] { Tokenizer::from_json(tokenizer_json(vocab_with(id))); },
-                 "the id of vocabulary token \"z\" is " + text + ", outside the accepted range 0..16777215");
+                 "the id of vocabulary token \"z\" is " + id.dump() + ", outside the accepted range 0..16777215");
   expect_error([] { Tokenizer::from_json(tokenizer_json(vocab_with(3.0))); }, "the id of vocabulary token \"z\" is 3.0, not a whole number");
   expect_error([] { Tokenizer::from_json(tokenizer_json(vocab_with("3"))); }, "is \"3\", not a whole number");
   // An added token whose id wraps to the expected one (2^32 + 4 -> 4) is not accepted.

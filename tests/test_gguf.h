@@ -26,6 +26,10 @@ class GgufWriter {
   void f64(const std::string& key, double v) { entry(key, 12), put(v); }
   void str(const std::string& key, const std::string& v) { entry(key, 8), put_string(v); }
   void strings(const std::string& key, const std::vector<std::string>& v);
+  void i32s(const std::string& key, const std::vector<int32_t>& v) {
+    entry(key, 9), put(uint32_t(5)), put(uint64_t(v.size()));
+    for (const int32_t x : v) put(x);
+  }
   void tensor(const std::string& name, uint32_t type, std::vector<uint64_t> ne, std::vector<unsigned char> data) {
     tensors_.push_back({name, type, std::move(ne), std::move(data)});
   }

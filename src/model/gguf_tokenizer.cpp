@@ -58,7 +58,11 @@ std::string gguf_tokenizer_json(const GgufFile& gguf) {
        {{"type", "BPE"}, {"dropout", nullptr}, {"byte_fallback", false}, {"ignore_merges", false},
         {"vocab", vocab}, {"merges", gguf.get_string_array("tokenizer.ggml.merges")}}},
   };
-  return document.dump();
+  try {
+    return document.dump();
+  } catch (const json::exception&) {  // a token or merge that is not valid UTF-8
+    throw Error("GGUF: the tokenizer's tokens or merges are not valid UTF-8");
+  }
 }
 
 }  // namespace ditto

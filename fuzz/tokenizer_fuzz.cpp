@@ -3,7 +3,10 @@
 //   bit 0 set: the rest is token ids (4 bytes each) for decode and the streaming decoder,
 //              which must give the same text;
 //   bit 0 clear: the rest is text for encode (bit 1: allow_special), which must refuse invalid
-//              UTF-8 with ditto::Error and otherwise decode back to the NFC of the text.
+//              UTF-8 with ditto::Error and otherwise decode back to a text canonically
+//              equivalent to it (the same NFC). Not to the NFC of the text itself: added tokens
+//              are split off before the rest is normalized, as tokenizers does, so NFC cannot
+//              compose a character with the end of one (">" + U+0338 after "<|im_end|>").
 // Uses the Qwen3 tokenizer at $DITTO_FUZZ_TOKENIZER.
 #include <cstdint>
 #include <cstdio>
@@ -60,7 +63,7 @@ void fuzz_encode(std::string_view text, bool allow_special) {
     check(false, "invalid UTF-8 is refused");
   }
   const std::vector<int32_t> ids = tokenizer().encode(text, allow_special);
-  check(tokenizer().decode(ids) == ditto::to_nfc(text), "decode(encode(text)) == NFC(text)");
+  check(ditto::to_nfc(tokenizer().decode(ids)) == ditto::to_nfc(text), "NFC(decode(encode(text))) == NFC(text)");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -355,6 +356,56 @@ TEST(HostileTokenizer, IdsOutsideTheRangeAreRefusedNotTruncated) {
   const json added = json::array({{{"id", (uint64_t(1) << 32) + 4}, {"content", "<x>"}, {"special", true}}});
   expect_error([&] { Tokenizer::from_json(tokenizer_json(vocab_with(3), added)); },
                "the id of an added token is 4294967300, outside the accepted range 0..16777215");
+}
+
+TEST(HostileTokenizer, ThePostProcessorsIdsAreCheckedNotTruncated) {
+  json root = json::parse(tokenizer_json(vocab_with(3)));
+  const auto with_id = [&](const json& id) {
+    root["post_processor"] = {{"type", "TemplateProcessing"},
+                              {"single", {{{"SpecialToken", {{"id", "a"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                              {"pair", json::array()},
+                              {"special_tokens", {{"a", {{"id", "a"}, {"ids", {id}}, {"tokens", {"a"}}}}}}};
+    return root.dump();
+  };
+  EXPECT_EQ(Tokenizer::from_json(with_id(0)).encode("b", true, true), (std::vector<int32_t>{0, 1}));
+  // 2^32 + 1 used to become the id 1.
+  expect_error([&] { Tokenizer::from_json(with_id((uint64_t(1) << 32) + 1)); },
+               "post_processor TemplateProcessing: an id of \"a\" is 4294967297, outside the accepted range 0..16777215");
+  expect_error([&] { Tokenizer::from_json(with_id(1.0)); }, "an id of \"a\" is 1.0, not a whole number");
+}
+
+// A byte-fallback tokenizer (the 256 byte tokens and "▁") whose decoder ends with `strip`.
+std::string byte_fallback_tokenizer_json(const json& strip) {
+  json vocab = json::object();
+  for (int byte = 0; byte < 256; ++byte) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", byte);
+    vocab[name] = byte;
+  }
+  vocab["\u2581"] = 256;
+  const json replace = {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}};
+  json root = {{"version", "1.0"},
+               {"added_tokens", json::array()},
+               {"normalizer", nullptr},
+               {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}}},
+               {"post_processor", nullptr},
+               {"decoder", {{"type", "Sequence"}, {"decoders", {replace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}, strip}}}},
+               {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"byte_fallback", true}, {"vocab", vocab}, {"merges", json::array()}}}};
+  return root.dump();
+}
+
+TEST(HostileTokenizer, TheDecodersStripIsAWholeNumberInRange) {
+  const auto strip = [](const json& start, const json& stop) {
+    return byte_fallback_tokenizer_json({{"type", "Strip"}, {"content", " "}, {"start", start}, {"stop", stop}});
+  };
+  const Tokenizer tokenizer = Tokenizer::from_json(strip(1, 0));
+  EXPECT_EQ(tokenizer.decode(tokenizer.encode("hi")), "hi");  // the "▁" put before it comes off again
+  expect_error([&] { Tokenizer::from_json(strip(-1, 0)); }, "decoder Strip's start is -1, outside the accepted range 0..65536");
+  expect_error([&] { Tokenizer::from_json(strip(1.5, 0)); }, "decoder Strip's start is 1.5, not a whole number");
+  // 2^32 used to pass as a stop of 0.
+  expect_error([&] { Tokenizer::from_json(strip(1, uint64_t(1) << 32)); },
+               "decoder Strip's stop is 4294967296, outside the accepted range 0..65536");
+  expect_error([&] { Tokenizer::from_json(strip(1, 1)); }, "decoder Strip of the end of the text is not supported");
 }
 
 TEST(HostileTokenizer, AnEmptyVocabularyIsRefused) {

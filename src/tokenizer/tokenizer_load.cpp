@@ -198,8 +198,10 @@ std::vector<std::pair<std::string, std::string>> load_byte_fallback_decoder(cons
       require(!impl.strip_char.empty() && utf8::find_invalid(impl.strip_char) == std::string::npos &&
                   utf8::char_length(static_cast<unsigned char>(impl.strip_char[0])) == impl.strip_char.size(),
               "decoder Strip of other than one character");
-      require(strip.value("stop", 0) == 0, "decoder Strip of the end of the text");
-      impl.strip_count = strip.value("start", 0);
+      require(json_integer(strip.value("stop", json(0)), "decoder Strip's stop", limits::kStripCount) == 0,
+              "decoder Strip of the end of the text");
+      impl.strip_count =
+          static_cast<size_t>(json_integer(strip.value("start", json(0)), "decoder Strip's start", limits::kStripCount));
       ++i;
     }
   }
@@ -230,7 +232,10 @@ void load_post_processor(const json& post_processor, Tokenizer::Impl& impl) {
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     const json& special = post_processor.at("special_tokens");
     if (!special.contains(name)) throw Error("post_processor TemplateProcessing: no special token \"" + name + "\"");
-    for (const json& id : special[name].at("ids")) (seen_text ? after : before).push_back(id.get<int32_t>());
+    for (const json& id : special[name].at("ids")) {
+      const int64_t checked = json_integer(id, "post_processor TemplateProcessing: an id of \"" + name + "\"", limits::kTokenId);
+      (seen_text ? after : before).push_back(static_cast<int32_t>(checked));
+    }
   }
   require(seen_text, "post_processor TemplateProcessing without the text");
   // A later processor wraps what the earlier ones made.

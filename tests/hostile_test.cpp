@@ -234,15 +234,35 @@ TEST(HostileGguf, TensorShapesAreBounded) {
                "has an absurd shape: dimension 1 is 1024 (a tensor holds 1 to 2^48 values)");
 }
 
+// A tiny llama with a tokenizer of these tokens (all normal): byte-level ("gpt2") with these
+// merges, or SentencePiece ("llama").
+std::string gguf_with_tokenizer(const std::string& name, const std::string& model, const std::vector<std::string>& tokens,
+                                const std::vector<std::string>& merges = {}) {
+  GgufWriter g = testing::tiny_llama(DType::Q4_0);
+  g.str("tokenizer.ggml.model", model);
+  g.str("tokenizer.ggml.pre", "smollm");
+  g.strings("tokenizer.ggml.tokens", tokens);
+  g.i32s("tokenizer.ggml.token_type", std::vector<int32_t>(tokens.size(), 1));
+  g.strings("tokenizer.ggml.merges", merges);
+  return testing::write_gguf(name, g.bytes());
+}
+
 TEST(HostileGguf, ATokenizerThatIsNotUtf8IsRefused) {
   // Found by fuzzing: a token of invalid UTF-8 made the tokenizer's JSON throw past ditto::Error.
-  GgufWriter g = testing::tiny_llama(DType::Q4_0);
-  g.str("tokenizer.ggml.model", "gpt2");
-  g.str("tokenizer.ggml.pre", "smollm");
-  g.strings("tokenizer.ggml.tokens", {"a", "b", "\xff"});
-  g.i32s("tokenizer.ggml.token_type", {1, 1, 1});
-  g.strings("tokenizer.ggml.merges", {});
-  expect_error([&] { load_model(testing::write_gguf("hostile-utf8", g.bytes())); }, "not valid UTF-8");
+  EXPECT_NO_THROW(load_model(gguf_with_tokenizer("hostile-utf8-ok", "gpt2", {"a", "b", "ab"}, {"a b"})));
+  expect_error([] { load_model(gguf_with_tokenizer("hostile-utf8-token", "gpt2", {"a", "b", "\xff"})); },
+               "GGUF: token 2 in tokenizer.ggml.tokens is not valid UTF-8");
+  expect_error([] { load_model(gguf_with_tokenizer("hostile-utf8-merge", "gpt2", {"a", "b", "ab"}, {"a b", "a \xc3"})); },
+               "GGUF: merge 1 in tokenizer.ggml.merges is not valid UTF-8");
+}
+
+TEST(HostileGguf, TokenizerVocabulariesAreBounded) {
+  expect_error([] { load_model(gguf_with_tokenizer("hostile-no-tokens", "gpt2", {})); },
+               "GGUF: the number of tokens in tokenizer.ggml.tokens is 0, outside the accepted range 1..16777216");
+  // The merges of a SentencePiece vocabulary are derived from every split of every token: a token
+  // of 10^6 bytes took minutes.
+  expect_error([] { load_model(gguf_with_tokenizer("hostile-long-token", "llama", {"a", std::string(257, 'a')})); },
+               "GGUF: token 1 of tokenizer.ggml.tokens is 257 bytes long; a SentencePiece token may have 256");
 }
 
 // --- safetensors -------------------------------------------------------------------------

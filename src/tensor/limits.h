@@ -41,6 +41,7 @@ inline constexpr Range kThreads{1, 1024};                                // -t
 inline constexpr Range kParallel{1, 4096};                               // --parallel
 inline constexpr Range kRepetitions{1, 1'000'000};                       // bench -r, verify -r
 inline constexpr Range kStripCount{0, 1 << 16};                          // tokenizer.json: a decoder Strip's start, stop
+inline constexpr size_t kMaxSentencePieceTokenBytes = 256;              // a GGUF SentencePiece token (real ones: 48)
 
 }  // namespace limits
 

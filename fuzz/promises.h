@@ -1,7 +1,6 @@
 #pragma once
 // What the fuzz targets check of every value a parser accepts: the promises that the rest of
 // ditto relies on without checking again.
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -30,7 +29,7 @@ inline void check_config(const ModelConfig& c) {
   check(c.heads % c.kv_heads == 0, "heads a multiple of kv_heads");
   check(within(c.max_positions, limits::kPositions), "max_positions in range");
   check(c.rms_norm_eps >= 0.0f && c.rms_norm_eps <= float(limits::kMaxRmsNormEps), "rms_norm_eps in range");
-  check(c.rope_theta > 0.0 && std::isfinite(c.rope_theta), "rope_theta finite and positive");
+  check(c.rope_theta >= limits::kMinRopeTheta && c.rope_theta <= limits::kMaxRopeTheta, "rope_theta in range");
   check(c.bos_token_id >= -1 && c.bos_token_id <= limits::kTokenId.max, "bos_token_id a token id or none");
   check(c.eos_token_id >= -1 && c.eos_token_id <= limits::kTokenId.max, "eos_token_id a token id or none");
 }

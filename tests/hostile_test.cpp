@@ -144,9 +144,19 @@ TEST(HostileConfig, EveryNumberIsCheckedAgainstItsRange) {
   expect_config_error("rms_norm_eps", -1e-6, "config.json: rms_norm_eps is -1e-06, outside the accepted range 0..1");
   expect_config_error("rms_norm_eps", 1e300, "rms_norm_eps is 1e+300, outside the accepted range 0..1");
   expect_config_error("rms_norm_eps", "tiny", "rms_norm_eps is \"tiny\", not a number");
+  // A rope_theta of 1e-300 made RoPE's angles larger than any integer, which the float-to-integer
+  // step of their reduction does not survive (float-cast-overflow); from 1 up, no angle exceeds
+  // its position.
   json config = tiny_config();
-  config["rope_parameters"]["rope_theta"] = -10000.0;
-  expect_error([&] { parse_hf_config(config.dump()); }, "rope_theta is -10000.000000; it must be a finite number > 0");
+  for (const double theta : {-10000.0, 0.0, 1e-300, 0.5, 1e39}) {
+    config["rope_parameters"]["rope_theta"] = theta;
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", theta);
+    expect_error([&] { parse_hf_config(config.dump()); },
+                 std::string("config.json: rope_theta is ") + text + ", outside the accepted range 1..3.40282e+38");
+  }
+  config["rope_parameters"]["rope_theta"] = 1.0;
+  EXPECT_EQ(parse_hf_config(config.dump()).rope_theta, 1.0);
   // Token ids: integers in range, or null; never truncated.
   expect_config_error("bos_token_id", (uint64_t(1) << 63) + 5, "bos_token_id is 9223372036854775813, outside the accepted range 0..16777215");
   expect_config_error("eos_token_id", 1.5, "eos_token_id is 1.5, not a whole number");
@@ -190,6 +200,7 @@ std::vector<unsigned char> llama_header(const std::string& key, const std::funct
   put("llama.feed_forward_length", [&] { g.u32("llama.feed_forward_length", 64); });
   put("llama.attention.head_count", [&] { g.u32("llama.attention.head_count", 2); });
   put("llama.attention.layer_norm_rms_epsilon", [&] { g.f32("llama.attention.layer_norm_rms_epsilon", 1e-5f); });
+  put("llama.rope.freq_base", [&] { g.f32("llama.rope.freq_base", 10000.0f); });
   put("tokenizer.ggml.eos_token_id", [&] { g.u32("tokenizer.ggml.eos_token_id", 2); });
   g.tensor("token_embd.weight", testing::kF32, {32, 4}, std::vector<unsigned char>(32 * 4 * 4));
   return g.bytes();
@@ -219,6 +230,8 @@ TEST(HostileGguf, IntegersAreExactAndCheckedAsConfigJsonChecksThem) {
   expect_error([] { gguf_config(llama_header("llama.attention.layer_norm_rms_epsilon",
                                              [](GgufWriter& g) { g.f64("llama.attention.layer_norm_rms_epsilon", 1e300); })); },
                "GGUF: rms_norm_eps (llama.attention.layer_norm_rms_epsilon) is 1e+300, outside the accepted range 0..1");
+  expect_error([] { gguf_config(llama_header("llama.rope.freq_base", [](GgufWriter& g) { g.f32("llama.rope.freq_base", 1e-30f); })); },
+               "GGUF: rope_theta (llama.rope.freq_base) is 1e-30, outside the accepted range 1..3.40282e+38");
   expect_error([] { gguf_config(llama_header("tokenizer.ggml.eos_token_id", [](GgufWriter& g) { g.u64("tokenizer.ggml.eos_token_id", kU64Max); })); },
                "GGUF: eos_token_id (tokenizer.ggml.eos_token_id) is 18446744073709551615, outside the accepted range 0..16777215");
   GgufWriter alignment;

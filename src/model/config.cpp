@@ -1,6 +1,5 @@
 #include "model/config.h"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -54,8 +53,7 @@ double parse_rope_theta(const json& config, const std::string& source, const std
       throw Error(source + ": rope scaling of type '" + type + "' is not supported (only plain RoPE)");
     theta = rope.value("rope_theta", theta);
   }
-  if (!(theta > 0.0) || std::isinf(theta)) throw Error(field + " is " + std::to_string(theta) + "; it must be a finite number > 0");
-  return theta;
+  return in_range(field, theta, limits::kMinRopeTheta, limits::kMaxRopeTheta);
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ inline constexpr Range kHeads{1, int64_t(1) << 16};          // num_attention_he
 inline constexpr Range kHeadDim{2, int64_t(1) << 16};        // head_dim (also even)
 inline constexpr Range kPositions{1, int64_t(1) << 28};      // max_position_embeddings; what -c, -n may ask
 inline constexpr double kMaxRmsNormEps = 1.0;                // rms_norm_eps in [0, 1]
+// rope_theta: from 1 up no RoPE angle (position / theta^(2i/d)) exceeds its position; at most
+// what a float holds.
+inline constexpr double kMinRopeTheta = 1.0;
+inline constexpr double kMaxRopeTheta = std::numeric_limits<float>::max();
 inline constexpr uint64_t kMaxTensorElements = uint64_t(1) << 48;        // one tensor of a GGUF or safetensors file
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;      // as the safetensors format says
 inline constexpr Range kThreads{1, 1024};                                // -t

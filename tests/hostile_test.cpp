@@ -446,6 +446,37 @@ TEST(HostileTokenizer, AnEmptyVocabularyIsRefused) {
   expect_error([] { Tokenizer::from_json(tokenizer_json(json::array())); }, "a vocab that is not an object is not supported");
 }
 
+// --- JSON documents: nesting bounded -----------------------------------------------------
+
+std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(HostileJson, DocumentsNestedTooDeepAreRefusedBeforeAnythingRecurses) {
+  EXPECT_EQ(parse_json(nested_arrays(256), "x").dump(), nested_arrays(256));
+  std::string objects;
+  for (int i = 0; i < 256; ++i) objects += "{\"a\":";
+  EXPECT_NO_THROW(parse_json(objects + "1" + std::string(256, '}'), "x"));
+  expect_error([] { parse_json(nested_arrays(257), "x"); }, "x nests arrays and objects more than 256 deep");
+  expect_error([&] { parse_json("{\"a\":" + objects + "1" + std::string(257, '}'), "x"); }, "x nests arrays");
+  expect_error([] { parse_json("[1,", "x"); }, "x is not valid JSON: ");
+  // A million levels overflowed the stack when the value was copied or printed: config.json,
+  // tokenizer.json and a safetensors header alike.
+  const std::string deep = nested_arrays(1'000'000);
+  json config = tiny_config();
+  config["vocab_size"] = nullptr;
+  std::string text = config.dump();
+  text.replace(text.find("null"), 4, deep);
+  expect_error([&] { parse_hf_config(text); }, "config.json nests arrays and objects more than 256 deep");
+  text = tokenizer_json(vocab_with(3));
+  text.replace(text.find("null"), 4, deep);
+  expect_error([&] { Tokenizer::from_json(text); }, "the file nests arrays and objects more than 256 deep");
+  const std::string header = "{\"__metadata__\":" + deep + "}";
+  std::vector<std::byte> file(8 + header.size());
+  for (int i = 0; i < 8; ++i) file[size_t(i)] = std::byte(uint64_t(header.size()) >> (8 * i));
+  std::memcpy(file.data() + 8, header.data(), header.size());
+  expect_error([&] { parse_safetensors(file, "'deep.safetensors'"); },
+               "'deep.safetensors': the header nests arrays and objects more than 256 deep");
+}
+
 // --- token ids given as text (prompts, detokenize) ----------------------------------------
 
 TEST(HostileTokenIds, TextIdsAreWholeNumbersInRange) {

@@ -74,13 +74,7 @@ ModelConfig load_hf_config(const std::string& directory) {
 }
 
 ModelConfig parse_hf_config(const std::string& json_text) {
-  json config;
-  try {
-    config = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw Error(std::string("config.json is not valid JSON: ") + e.what());
-  }
-  return model_config_from_json(config, "config.json");
+  return model_config_from_json(parse_json(json_text, "config.json"), "config.json");
 }
 
 ModelConfig model_config_from_json(const json& config, const std::string& source, const FieldNames& names) {

@@ -43,11 +43,7 @@ json read_json(const fs::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw Error("cannot read '" + file.string() + "'");
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw Error("'" + file.string() + "' is not valid JSON: " + e.what());
-  }
+  return parse_json(text.str(), "'" + file.string() + "'");
 }
 
 void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel& out) {

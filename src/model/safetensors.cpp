@@ -56,13 +56,8 @@ std::vector<std::pair<std::string, TensorView>> parse_safetensors(std::span<cons
   if (header_length > limits::kMaxSafetensorsHeaderBytes)
     throw Error(name + ": the header length is " + std::to_string(header_length) + " bytes, outside the accepted range 0.." +
                 std::to_string(limits::kMaxSafetensorsHeaderBytes));
-  json header;
-  try {
-    const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
-    header = json::parse(text, text + header_length);
-  } catch (const json::exception& e) {
-    throw Error(name + ": the header is not valid JSON: " + e.what());
-  }
+  const json header =
+      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), header_length), name + ": the header");
   if (!header.is_object()) throw Error(name + ": the header is not a JSON object");
 
   const std::byte* data = bytes.data() + 8 + header_length;
@@ -131,12 +126,7 @@ TensorStore load_safetensors_checkpoint(const std::string& directory) {
   if (fs::exists(single)) {
     load_safetensors(single.string(), store);
   } else if (fs::exists(index)) {
-    json map;
-    try {
-      map = json::parse(read_text_file(index));
-    } catch (const json::exception& e) {
-      throw Error("'" + index.string() + "' is not valid JSON: " + e.what());
-    }
+    const json map = parse_json(read_text_file(index), "'" + index.string() + "'");
     if (!map.contains("weight_map") || !map["weight_map"].is_object())
       throw Error("'" + index.string() + "' has no weight_map object");
     std::set<std::string> shards;

@@ -46,6 +46,7 @@ inline constexpr Range kParallel{1, 4096};                               // --pa
 inline constexpr Range kRepetitions{1, 1'000'000};                       // bench -r, verify -r
 inline constexpr Range kStripCount{0, 1 << 16};                          // tokenizer.json: a decoder Strip's start, stop
 inline constexpr size_t kMaxSentencePieceTokenBytes = 256;              // a GGUF SentencePiece token (real ones: 48)
+inline constexpr int kMaxJsonDepth = 256;                                // arrays and objects in a JSON document
 
 }  // namespace limits
 
@@ -64,6 +65,25 @@ inline std::string json_text(const nlohmann::json& value) {
 }
 
 }  // namespace detail
+
+// A JSON document from outside (a file, an argument) whose arrays and objects nest at most
+// limits::kMaxJsonDepth deep: nlohmann parses without recursion, but copying, comparing and
+// printing a value recurse, and a file of a million '[' overflowed the stack. `what` names the
+// document in errors: "'dir/config.json' is not valid JSON: ...".
+template <typename Json = nlohmann::json>
+Json parse_json(std::string_view text, const std::string& what) {
+  const auto bounded = [&](int depth, typename Json::parse_event_t event, Json&) {
+    const bool opens = event == Json::parse_event_t::array_start || event == Json::parse_event_t::object_start;
+    if (opens && depth >= limits::kMaxJsonDepth)
+      throw Error(what + " nests arrays and objects more than " + std::to_string(limits::kMaxJsonDepth) + " deep");
+    return true;
+  };
+  try {
+    return Json::parse(text, bounded);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(what + " is not valid JSON: " + e.what());
+  }
+}
 
 // `value` if it lies in `range`; else a ditto::Error naming the field, the value and the range.
 inline int64_t in_range(std::string_view field, int64_t value, Range range) {

@@ -76,6 +76,27 @@ def test_a_context_or_a_budget_past_what_there_is_is_refused(model_dir):
             "a KV budget of 1073741824000000 bytes needs", "more than this machine's memory")
 
 
+def test_json_nested_a_million_deep_is_refused_not_a_stack_overflow(model_dir, tmp_path):
+    deep = "[" * 10 ** 6 + "]" * 10 ** 6
+    bad = tmp_path / "bad"
+    shutil.copytree(model_dir, bad)
+    config = (model_dir / "config.json").read_text()
+    (bad / "config.json").write_text(config.replace("{", '{"deep": ' + deep + ", ", 1))
+    refused(ditto("inspect", bad), "config.json nests arrays and objects more than 256 deep")
+    (tmp_path / "tokenizer.json").write_text('{"padding": ' + deep + "}")
+    refused(ditto("tokenize", "--tokenizer", tmp_path / "tokenizer.json", "-p", "hi"),
+            "the file nests arrays and objects more than 256 deep")
+    (tmp_path / "messages.json").write_text('[{"role": "user", "content": ' + deep + "}]")
+    refused(ditto("template", "-m", model_dir, "--messages", tmp_path / "messages.json"),
+            "(the messages) nests arrays and objects more than 256 deep")
+    (tmp_path / "messages.json").write_text('[{"role": "user", "content": "hi"}]')
+    (tmp_path / "template.jinja").write_text("{{ messages[0].content }}")
+    template = ["template", "-m", model_dir, "--messages", tmp_path / "messages.json", "--chat-template",
+                tmp_path / "template.jinja"]
+    assert ditto(*template, "--var", "x=[[1]]").stdout == "hi"
+    refused(ditto(*template, "--var", "x=" + "[" * 300 + "]" * 300), "--var x nests arrays and objects more than 256 deep")
+
+
 def test_hostile_configs_and_tokenizers_are_refused_by_name(model_dir, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(model_dir, bad)

@@ -247,6 +247,22 @@ TEST(HostileGguf, TensorShapesAreBounded) {
                "has an absurd shape: dimension 1 is 1024 (a tensor holds 1 to 2^48 values)");
 }
 
+TEST(HostileGguf, KQuantTensorsAreWholeBlocksInsideTheFile) {
+  GgufWriter rows;
+  rows.tensor("t", testing::ggml_type(DType::Q4_K), {255, 2}, std::vector<unsigned char>(288));
+  expect_error([&] { parse(rows.bytes()); }, "tensor 't': its rows of 255 values are not whole blocks of 256");
+  GgufWriter short_data;  // two Q6_K blocks of 210 bytes, but only one in the file
+  short_data.tensor("t", testing::ggml_type(DType::Q6_K), {256, 2}, std::vector<unsigned char>(210));
+  expect_error([&] { parse(short_data.bytes()); }, "the data of tensor 't' (420 bytes at offset 0) runs past the end of the file");
+  GgufWriter whole;
+  whole.tensor("t", testing::ggml_type(DType::Q6_K), {256, 2}, std::vector<unsigned char>(420));
+  EXPECT_EQ(parse(whole.bytes()).tensors.at(0).bytes, 420u);
+  // The largest shape of a K-quant: 2^48 values in blocks of 256 give a size that does not wrap.
+  GgufWriter huge;
+  huge.tensor("t", testing::ggml_type(DType::Q2_K), {uint64_t(1) << 24, uint64_t(1) << 24}, std::vector<unsigned char>(84));
+  expect_error([&] { parse(huge.bytes()); }, "the data of tensor 't' (" + std::to_string((uint64_t(1) << 40) * 84) + " bytes");
+}
+
 // A tiny llama with a tokenizer of these tokens (all normal): byte-level ("gpt2") with these
 // merges, or SentencePiece ("llama").
 std::string gguf_with_tokenizer(const std::string& name, const std::string& model, const std::vector<std::string>& tokens,

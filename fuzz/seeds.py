@@ -19,6 +19,7 @@ from safetensors.numpy import save_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+from ditto_testing import tokenizer_files  # noqa: E402  (after the path it is found on)
 QWEN3_TOKENIZER_CONFIG = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer_config.json")
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
@@ -75,9 +76,47 @@ def tokenizer_seeds():
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": True},
             {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
              "special_tokens": {}}]})
+    # SentencePiece-style BPE over characters with byte fallback, as Llama 2 and Mistral ship it.
+    for style in ("llama2", "mistral"):
+        yield f"sentencepiece_{style}.json", json.loads(tokenizer_files.sentencepiece_style(style, vocab_size=400).to_str())
+    # Nested 300 deep: a million levels overflowed the stack before parse_json bounded them.
+    yield "deep_nesting.json", {**byte_level_tokenizer(vocab, merges), "padding": nested(300)}
 
 
-def write_gguf(path, arch, quant, tokenizer=True, tokens=("a", "b", "ab", "Ġ", "<|im_end|>")):
+def nested(depth):
+    return [nested(depth - 1)] if depth > 1 else []
+
+
+def byte_level_metadata(tokens=("a", "b", "ab", "Ġ", "<|im_end|>")):
+    """A byte-level ('gpt2') tokenizer of these tokens, the last a control token, and a chat template."""
+    def add(writer):
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("smollm")
+        writer.add_token_list(tokens)
+        writer.add_token_types([1] * (len(tokens) - 1) + [3])
+        writer.add_token_merges(["a b"])
+        writer.add_bos_token_id(0)
+        writer.add_eos_token_id(len(tokens) - 1)
+        writer.add_chat_template("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
+    return add
+
+
+def sentencepiece_metadata(pieces=("\u2581", "a", "b", "\u2581a", "ab", "\u2581ab", "  ", "<table>")):
+    """A SentencePiece ('llama') tokenizer: <unk>, <s>, </s>, the byte tokens, then the pieces scored
+    in their order, the last user-defined (Gemma's files have such tokens, and tokens of spaces)."""
+    def add(writer):
+        tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{byte:02X}>" for byte in range(256)] + list(pieces)
+        writer.add_tokenizer_model("llama")
+        writer.add_token_list(tokens)
+        writer.add_token_scores([0.0] * 259 + [-float(rank) for rank in range(len(pieces))])
+        writer.add_token_types([2, 3, 3] + [6] * 256 + [1] * (len(pieces) - 1) + [4])
+        writer.add_unk_token_id(0)
+        writer.add_bos_token_id(1)
+        writer.add_eos_token_id(2)
+    return add
+
+
+def write_gguf(path, arch, quant, add_tokenizer=byte_level_metadata()):
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_block_count(1)
     writer.add_context_length(64)
@@ -87,15 +126,8 @@ def write_gguf(path, arch, quant, tokenizer=True, tokens=("a", "b", "ab", "Ġ", 
     writer.add_head_count_kv(1)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(10000.0)
-    if tokenizer:
-        writer.add_tokenizer_model("gpt2")
-        writer.add_tokenizer_pre("smollm")
-        writer.add_token_list(tokens)
-        writer.add_token_types([1, 1, 1, 1, 3])
-        writer.add_token_merges(["a b"])
-        writer.add_bos_token_id(0)
-        writer.add_eos_token_id(4)
-        writer.add_chat_template("{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}")
+    if add_tokenizer:
+        add_tokenizer(writer)
     if quant == gguf.GGMLQuantizationType.Q4_K:  # the gguf package does not quantise K-quants: one zero block a row
         writer.add_tensor("token_embd.weight", np.zeros((5, 144), dtype=np.uint8), raw_dtype=quant)
     else:
@@ -120,9 +152,14 @@ def write_corpus(directory):
     Q = gguf.GGMLQuantizationType
     for arch, quant, tokenizer in [("llama", Q.Q4_1, True), ("llama", Q.Q8_0, False), ("qwen3", Q.Q4_K, True),
                                    ("llama", Q.Q5_0, True), ("qwen3", Q.F16, False)]:
-        write_gguf(f"{directory}/gguf/{arch}-{quant.name}.gguf", arch, quant, tokenizer)
+        write_gguf(f"{directory}/gguf/{arch}-{quant.name}.gguf", arch, quant, byte_level_metadata() if tokenizer else None)
     # Found by fuzzing: a token that is not UTF-8 made the tokenizer's JSON throw past ditto::Error.
-    write_gguf(f"{directory}/gguf/invalid-utf8-token.gguf", "llama", Q.Q8_0, True, ("a", "b", "ab", b"\xff", "<|im_end|>"))
+    write_gguf(f"{directory}/gguf/invalid-utf8-token.gguf", "llama", Q.Q8_0,
+               byte_level_metadata(("a", "b", "ab", b"\xff", "<|im_end|>")))
+    # SentencePiece vocabularies: Llama 2's kind, and Gemma 3's (another architecture: the model
+    # config is refused, the tokenizer still read).
+    write_gguf(f"{directory}/gguf/llama-sentencepiece.gguf", "llama", Q.Q8_0, sentencepiece_metadata())
+    write_gguf(f"{directory}/gguf/gemma3-sentencepiece.gguf", "gemma3", Q.Q8_0, sentencepiece_metadata())
 
     os.makedirs(f"{directory}/safetensors", exist_ok=True)
     rng = np.random.default_rng(0)
@@ -150,6 +187,8 @@ def write_corpus(directory):
     for name, config in [("qwen3-0.6b.json", qwen3), ("smollm2-like.json", llama)]:
         with open(f"{directory}/config/{name}", "w") as f:
             json.dump(config, f, indent=2)
+    with open(f"{directory}/config/deep_nesting.json", "w") as f:
+        json.dump({**qwen3, "rope_scaling": nested(300)}, f)
 
     # The tokenizer target's first byte chooses: bit 0 ids (4 bytes each), else text (bit 1: specials).
     os.makedirs(f"{directory}/tokenizer", exist_ok=True)

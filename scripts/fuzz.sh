@@ -3,26 +3,30 @@
 # build-fuzz/, on the corpus kept in the repo (fuzz/corpus/TARGET, only read) and on what earlier
 # runs found (build-fuzz/corpus/TARGET, kept between runs).
 #
-#   scripts/fuzz.sh [-t SECONDS] [TARGET ...]   fuzz each target for SECONDS (default 60)
+#   scripts/fuzz.sh [-t SECONDS] [-n RUNS] [TARGET ...]
+#                                               fuzz each target for SECONDS (default 60), or
+#                                               until it has run RUNS inputs if that comes first
 #   scripts/fuzz.sh --replay [TARGET ...]       run every input of the repo's corpus once
 #   scripts/fuzz.sh --merge [TARGET ...]        copy into fuzz/corpus/TARGET the inputs of
 #                                               build-fuzz/corpus/TARGET (up to 4 KiB) that add coverage
 #
 # TARGET: gguf safetensors config tokenizer_json tokenizer chat_template (default: all of them).
-# Prints a line per target: executions, executions per second, coverage (cov: edges, ft: features)
-# and corpus size. A crash, leak, timeout or broken promise leaves its input in
+# Prints a line per target: executions, seconds, executions per second, coverage (cov: edges, ft:
+# features) and corpus size. A crash, leak, timeout or broken promise leaves its input in
 # build-fuzz/artifacts/TARGET/ and makes the exit status 1. A long campaign takes only idle CPU:
-#   nice -n 19 scripts/fuzz.sh -t 1800
+#   nice -n 19 scripts/fuzz.sh -t 1800 -n 1000000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_TARGETS=(gguf safetensors config tokenizer_json tokenizer chat_template)
 mode=fuzz
 seconds=60
+runs=-1
 targets=()
 while (($#)); do
   case "$1" in
     -t) seconds="$2"; shift 2 ;;
+    -n) runs="$2"; shift 2 ;;
     --replay) mode=replay; shift ;;
     --merge) mode=merge; shift ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
@@ -84,16 +88,18 @@ for target in "${targets[@]}"; do
     fuzz)
       extra=()
       [[ -d "$BUILD/seeds/$target" ]] && extra+=("$BUILD/seeds/$target")
-      if "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len="$(max_len "$target")" \
+      start=$(date +%s)
+      if "$binary" -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=4096 -max_len="$(max_len "$target")" \
            -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$target/" "$found" "$seeds" "${extra[@]}" >"$log" 2>&1; then
         result="no failure"
       else
         result="FAILED (log: $log; input in $BUILD/artifacts/$target/)"; status=1
       fi
-      runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+      elapsed=$(($(date +%s) - start))
+      executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
       speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
       coverage=$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' || true)
-      echo "$target: ${runs:-?} runs in ${seconds} s (${speed:-?}/s), ${coverage:-no coverage line}; $result"
+      echo "$target: ${executed:-?} runs in ${elapsed} s (${speed:-?}/s), ${coverage:-no coverage line}; $result"
       [[ "$result" == "no failure" ]] || tail -30 "$log"
       ;;
   esac

@@ -20,8 +20,9 @@ build-asan/tests/tokenizer/tokenizer_tests --gtest_brief=1
 build-asan/tests/chat/chat_tests --gtest_brief=1
 build-asan/tests/hostile_tests --gtest_brief=1
 
-# The hostile-input suite again with clang, whose sanitizers differ from GCC's (float-to-integer
-# and float-to-float conversions out of range among them).
+# The hostile-input suite again with clang, whose sanitizers are another implementation of the
+# same checks, each catching some things the other misses (float-to-integer conversions out of
+# range are in clang's -fsanitize=undefined; GCC needs float-cast-overflow by name, CMakeLists.txt).
 echo "== hostile-input tests under clang's ASan + UBSan (build-asan-clang/)"
 cmake -S . -B build-asan-clang -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DDITTO_SANITIZE=ON \
   -DDITTO_TESTS=ON -DDITTO_PYTHON=OFF >/dev/null

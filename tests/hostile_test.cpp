@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "ditto/load.h"
 #include "ditto/session.h"
 #include "ditto/tokenizer.h"
+#include "kernels/kernels.h"
 #include "model/config.h"
 #include "model/decoder.h"
 #include "model/describe.h"
@@ -157,6 +159,13 @@ TEST(HostileConfig, EveryNumberIsCheckedAgainstItsRange) {
   }
   config["rope_parameters"]["rope_theta"] = 1.0;
   EXPECT_EQ(parse_hf_config(config.dump()).rope_theta, 1.0);
+  // The extremes accepted give finite angles at the last position (under the sanitizers: no
+  // conversion out of range on the way).
+  std::vector<float> cos(limits::kHeadDim.max / 2), sin(cos.size());
+  for (const double theta : {limits::kMinRopeTheta, limits::kMaxRopeTheta}) {
+    kernels::rope_angles(theta, size_t(limits::kHeadDim.max), size_t(limits::kPositions.max - 1), cos.data(), sin.data());
+    for (size_t i = 0; i < cos.size(); ++i) ASSERT_TRUE(std::isfinite(cos[i]) && std::isfinite(sin[i])) << theta << " " << i;
+  }
   // Token ids: integers in range, or null; never truncated.
   expect_config_error("bos_token_id", (uint64_t(1) << 63) + 5, "bos_token_id is 9223372036854775813, outside the accepted range 0..16777215");
   expect_config_error("eos_token_id", 1.5, "eos_token_id is 1.5, not a whole number");

@@ -287,7 +287,7 @@ TEST(GgufErrors, ModelsDittoDoesNotRun) {
   expect_error([&] { Model::load(testing::write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a decoder");
   // GGUF metadata goes through config.json's checks (model/config.cpp), named as GGUF's.
   expect_error([&] { Model::load(testing::write_gguf("eps", tiny_llama(DType::Q4_1, -1e-5f).bytes())); },
-               "GGUF: rms_norm_eps must be a finite number, not negative");
+               "GGUF: rms_norm_eps (llama.attention.layer_norm_rms_epsilon) is -1e-05, outside the accepted range 0..1");
   GgufWriter family;
   family.str("general.architecture", "mamba");
   expect_error([&] { Model::load(testing::write_gguf("mamba", family.bytes())); },

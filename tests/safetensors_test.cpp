@@ -157,11 +157,11 @@ TEST(Config, RefusesWhatTheDecoderDoesNotImplement) {
   expect_error([&] { parse_hf_config(gqa.dump()); }, "multiple of num_key_value_heads");
   auto typed = nlohmann::json::parse(base);
   typed["hidden_size"] = "forty";
-  expect_error([&] { parse_hf_config(typed.dump()); }, "'hidden_size' must be a positive integer");
+  expect_error([&] { parse_hf_config(typed.dump()); }, "config.json: hidden_size is \"forty\", not a whole number in 1..1048576");
   expect_error([&] { parse_hf_config("{"); }, "not valid JSON");
   auto eps = nlohmann::json::parse(base);
   eps["rms_norm_eps"] = -1e-6;
-  expect_error([&] { parse_hf_config(eps.dump()); }, "config.json: rms_norm_eps must be a finite number, not negative");
+  expect_error([&] { parse_hf_config(eps.dump()); }, "config.json: rms_norm_eps is -1e-06, outside the accepted range 0..1");
 }
 
 TEST(Config, ReadsOldAndNewRopeSpellings) {

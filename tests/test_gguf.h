@@ -19,9 +19,17 @@ std::vector<unsigned char> random_blocks(DType dtype, size_t values, uint64_t se
 class GgufWriter {
  public:
   void u32(const std::string& key, uint32_t v) { entry(key, 4), put(v); }
+  void i32(const std::string& key, int32_t v) { entry(key, 5), put(v); }
+  void u64(const std::string& key, uint64_t v) { entry(key, 10), put(v); }
+  void i64(const std::string& key, int64_t v) { entry(key, 11), put(v); }
   void f32(const std::string& key, float v) { entry(key, 6), put(v); }
+  void f64(const std::string& key, double v) { entry(key, 12), put(v); }
   void str(const std::string& key, const std::string& v) { entry(key, 8), put_string(v); }
   void strings(const std::string& key, const std::vector<std::string>& v);
+  void i32s(const std::string& key, const std::vector<int32_t>& v) {
+    entry(key, 9), put(uint32_t(5)), put(uint64_t(v.size()));
+    for (const int32_t x : v) put(x);
+  }
   void tensor(const std::string& name, uint32_t type, std::vector<uint64_t> ne, std::vector<unsigned char> data) {
     tensors_.push_back({name, type, std::move(ne), std::move(data)});
   }

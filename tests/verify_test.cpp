@@ -24,7 +24,8 @@ struct Fixture {
 TEST(Verify, ParsesModesAndThreadCounts) {
   EXPECT_EQ(parse_modes("whole,1,16,17"), (std::vector<size_t>{0, 1, 16, 17}));
   EXPECT_EQ(parse_threads("1,2"), (std::vector<int>{1, 2}));
-  for (const char* bad : {"", "0", "whole,", "-1", "16x", "all"}) EXPECT_THROW(parse_modes(bad), Error) << bad;
+  for (const char* bad : {"", "0", "whole,", "-1", "16x", "all", "268435457"}) EXPECT_THROW(parse_modes(bad), Error) << bad;
+  EXPECT_EQ(parse_modes("268435456"), (std::vector<size_t>{268435456}));
   for (const char* bad : {"", "0", "two", "1,,2"}) EXPECT_THROW(parse_threads(bad), Error) << bad;
 }
 

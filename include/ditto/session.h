@@ -10,7 +10,7 @@
 namespace ditto {
 
 struct SessionOptions {
-  size_t capacity = 0;          // KV cache positions; 0 means the model's max_positions
+  size_t capacity = 0;          // KV cache positions, at most the model's max_positions (0: that)
   DType cache_dtype = DType::F32;
   int threads = 1;
   ForwardObserver* observer = nullptr;  // not owned; must outlive the session's calls

@@ -2,9 +2,17 @@
 
 #include <algorithm>
 
+#include "ditto/error.h"
+#include "tokenizer/utf8.h"
+
 namespace ditto {
 
 StopStrings::StopStrings(std::vector<std::string> stops) : stops_(std::move(stops)) {
+  // Text comes in whole characters, so a stop string that is not UTF-8 could only match inside
+  // one, and cut the text there.
+  for (size_t i = 0; i < stops_.size(); ++i)
+    if (const size_t at = utf8::find_invalid(stops_[i]); at != std::string::npos)
+      throw Error("stop string " + std::to_string(i + 1) + " is not valid UTF-8 (at byte " + std::to_string(at) + ")");
   stops_.erase(std::remove(stops_.begin(), stops_.end(), std::string()), stops_.end());
 }
 

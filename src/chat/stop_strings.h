@@ -12,6 +12,7 @@ namespace ditto {
 // returns is then whole characters too.
 class StopStrings {
  public:
+  // Empty strings are ignored; one that is not valid UTF-8 is a ditto::Error.
   explicit StopStrings(std::vector<std::string> stops);
 
   std::string push(std::string_view text);

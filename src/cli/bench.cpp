@@ -17,6 +17,7 @@
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "kernels/kernels.h"
+#include "tensor/limits.h"
 
 namespace ditto::cli {
 
@@ -199,17 +200,19 @@ void register_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode throughput (like llama-bench)");
   add_model_option(cmd, o->model);
-  cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens to prefill (0 skips the test)")->capture_default_str();
-  cmd->add_option("-n,--n-gen", o->generate, "Tokens to generate (0 skips the test)")->capture_default_str();
+  const CLI::Range positions(int64_t(0), limits::kPositions.max);
+  cmd->add_option("-p,--n-prompt", o->prompt, "Prompt tokens to prefill (0 skips the test)")
+      ->capture_default_str()->check(positions);
+  cmd->add_option("-n,--n-gen", o->generate, "Tokens to generate (0 skips the test)")->capture_default_str()->check(positions);
   cmd->add_option("-r,--repetitions", o->repetitions, "Timed repetitions of each test, after one warm-up")
-      ->capture_default_str()->check(CLI::Range(1, 1000000));
+      ->capture_default_str()->check(CLI::Range(limits::kRepetitions.min, limits::kRepetitions.max));
   cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated")
-      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1024));
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(limits::kThreads.min, limits::kThreads.max));
   cmd->add_option("--chunk", o->chunks, "Prefill chunk sizes, comma-separated; 0 = the whole prompt")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')->capture_default_str()->check(positions);
   cmd->add_option("--parallel", o->parallel,
                   "Sequences decoding together in the tg test, comma-separated; t/s counts all their tokens")
-      ->delimiter(',')->capture_default_str()->check(CLI::Range(1, 4096));
+      ->delimiter(',')->capture_default_str()->check(CLI::Range(limits::kParallel.min, limits::kParallel.max));
   add_cache_options(cmd, o->cache);
   cmd->add_option("-o,--output", o->output, "Output format: md or json")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   cmd->callback([o] { run_bench(*o); });

@@ -16,6 +16,7 @@
 #include "ditto/load.h"
 #include "runtime/scheduler.h"
 #include "runtime/token_ids.h"
+#include "tensor/limits.h"
 
 namespace ditto::cli {
 
@@ -143,7 +144,7 @@ void register_chat(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "Talk with the model in the terminal, in its own chat format");
   add_model_option(cmd, o->model);
   cmd->add_option("--system", o->system, "A system message to start the conversation with");
-  cmd->add_option("-n,--predict", o->predict, "Tokens per reply at most")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--predict", o->predict, "Tokens per reply at most")->capture_default_str()->check(CLI::Range(int64_t(1), limits::kPositions.max));
   add_threads_option(cmd, o->threads);
   add_cache_options(cmd, o->cache);
   add_sampling_options(cmd, o->sampling);

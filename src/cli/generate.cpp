@@ -22,6 +22,7 @@
 #include "runtime/scheduler.h"
 #include "runtime/token_ids.h"
 #include "runtime/trace.h"
+#include "tensor/limits.h"
 #include "tensor/hash.h"
 
 namespace ditto::cli {
@@ -233,12 +234,13 @@ void register_generate(CLI::App& app) {
                       "Prompts as token ids, one prompt per line, each continued as its own sequence")
           ->excludes(text)->excludes(tokens);
   add_tokenizer_option(cmd, options->tokenizer);
-  cmd->add_option("-n,--predict", options->predict, "Tokens to generate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--predict", options->predict, "Tokens to generate")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), limits::kPositions.max));
   cmd->add_option("--chunk", options->chunk, "Prefill chunk size in tokens; 0 = the whole prompt at once (results are identical)")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(int64_t(0), limits::kPositions.max));
   add_threads_option(cmd, options->threads);
   cmd->add_option("-c,--ctx-size", options->context, "Positions a sequence may fill; 0 = the model's context")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(int64_t(0), limits::kPositions.max));
   add_cache_options(cmd, options->cache);
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("--logprobs", options->sampling.top_logprobs,
@@ -247,7 +249,7 @@ void register_generate(CLI::App& app) {
       ->each([options](const std::string&) { options->sampling.logprobs = true; });
   cmd->add_option("--parallel", options->parallel,
                   "With --tokens-file: prompts in flight at once, in one batch (results are identical for any N)")
-      ->capture_default_str()->check(CLI::Range(1, 4096))->needs(tokens_file);
+      ->capture_default_str()->check(CLI::Range(limits::kParallel.min, limits::kParallel.max))->needs(tokens_file);
   cmd->add_flag("!--no-prefix-cache", options->prefix_cache,
                 "Compute every prompt position, instead of reusing those an earlier prompt computed (the results "
                 "are identical)");

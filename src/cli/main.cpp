@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "error: out of memory\n");
     return 1;
+  } catch (const std::exception& e) {
+    // Every failure a user can cause is a ditto::Error; anything else is a bug (the fuzz targets
+    // look for them), reported rather than aborting.
+    std::fprintf(stderr, "error: internal error, please report it: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "tensor/limits.h"
 
 namespace ditto::cli {
 
@@ -18,7 +19,7 @@ int default_threads() { return int(std::max(1u, std::thread::hardware_concurrenc
 
 void add_threads_option(CLI::App* command, int& threads) {
   command->add_option("-t,--threads", threads, "Threads (results are identical for any count)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()->check(CLI::Range(limits::kThreads.min, limits::kThreads.max));
 }
 
 void add_cache_options(CLI::App* command, CacheOptions& cache) {
@@ -29,7 +30,6 @@ void add_cache_options(CLI::App* command, CacheOptions& cache) {
                       "sequences in flight can fill")
       ->transform(CLI::AsSizeValue(false));
 }
-
 
 void add_sampling_options(CLI::App* command, SamplingParams& s) {
   s.temperature = 0.0;

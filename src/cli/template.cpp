@@ -10,6 +10,7 @@
 #include "ditto/error.h"
 #include "ditto/load.h"
 #include "runtime/token_ids.h"
+#include "tensor/limits.h"
 
 namespace ditto::cli {
 
@@ -25,11 +26,7 @@ struct TemplateOptions {
 };
 
 nlohmann::ordered_json read_json_file(const std::string& path, const char* what) {
-  try {
-    return nlohmann::ordered_json::parse(read_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("'" + path + "' (" + what + ") is not valid JSON: " + e.what());
-  }
+  return parse_json<nlohmann::ordered_json>(read_text(path), "'" + path + "' (" + what + ")");
 }
 
 void run_template(const TemplateOptions& o) {
@@ -52,10 +49,10 @@ nlohmann::ordered_json template_variables(const std::vector<std::string>& assign
   for (const std::string& assignment : assignments) {
     const size_t equals = assignment.find('=');
     if (equals == 0 || equals == std::string::npos) throw Error("--var '" + assignment + "' is not NAME=VALUE");
-    const std::string value = assignment.substr(equals + 1);
+    const std::string name = assignment.substr(0, equals), value = assignment.substr(equals + 1);
     // JSON if it is (false, 3, "text", [1, 2]), else the text itself.
-    vars[assignment.substr(0, equals)] = nlohmann::ordered_json::accept(value) ? nlohmann::ordered_json::parse(value)
-                                                                              : nlohmann::ordered_json(value);
+    vars[name] = nlohmann::ordered_json::accept(value) ? parse_json<nlohmann::ordered_json>(value, "--var " + name)
+                                                       : nlohmann::ordered_json(value);
   }
   return vars;
 }

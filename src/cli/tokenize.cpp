@@ -42,7 +42,7 @@ struct TokenizerOptions {
   bool text_given = false;
   bool special_as_text = false;
   bool show_tokens = false;
-  std::vector<int32_t> ids;
+  std::vector<std::string> ids;  // as given, read like the standard input's
   bool skip_special = false;
 };
 
@@ -71,8 +71,14 @@ void run_tokenize(const TokenizerOptions& o) {
 
 void run_detokenize(const TokenizerOptions& o) {
   const Tokenizer tokenizer = load_tokenizer(o.model, o.tokenizer);
-  std::vector<int32_t> ids = o.ids;
-  if (ids.empty()) ids = parse_token_ids(read_all(std::cin));
+  std::string words;
+  for (const std::string& id : o.ids) words += id + " ";
+  const std::vector<int32_t> ids = parse_token_ids(o.ids.empty() ? read_all(std::cin) : words);
+  // Tokenizer::decode skips ids without a token, as tokenizers does; asked for by hand, they are refused.
+  for (const int32_t id : ids)
+    if (!tokenizer.id_to_token(id))
+      throw Error("token id " + std::to_string(id) + " is not in the vocabulary (ids 0.." +
+                  std::to_string(tokenizer.vocab_size() - 1) + ")");
   const std::string text = tokenizer.decode(ids, o.skip_special);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::printf("\n");

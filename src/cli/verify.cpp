@@ -15,6 +15,7 @@
 #include "ditto/error.h"
 #include "ditto/tokenizer.h"
 #include "runtime/token_ids.h"
+#include "tensor/limits.h"
 #include "verify/child_process.h"
 #include "verify/verify.h"
 
@@ -205,8 +206,9 @@ void register_verify(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Thread counts to compare")->capture_default_str();
   cmd->add_option("-r,--runs", options->runs, "Fresh-process runs of each mode and thread count")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("-n,--predict", options->predict, "Greedy tokens per prompt")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(limits::kRepetitions.min, limits::kRepetitions.max));
+  cmd->add_option("-n,--predict", options->predict, "Greedy tokens per prompt")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), limits::kPositions.max));
   cmd->add_option("--oracle", options->oracle, "Expected ids, one row of space-separated ids per prompt (the seed's format)");
   cmd->add_option("--cache-type", options->cache_type, "KV cache precision of the runs: f32, f16 or bf16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));

@@ -1,14 +1,15 @@
 #include "model/config.h"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "ditto/error.h"
 #include "model/architecture.h"
+#include "tensor/limits.h"
 
 namespace ditto {
 
@@ -16,10 +17,10 @@ namespace {
 
 using nlohmann::json;
 
-size_t positive_size(const json& config, const char* key, const std::string& source) {
-  if (!config.contains(key) || !config[key].is_number_integer() || config[key].get<int64_t>() <= 0)
-    throw Error(source + ": '" + key + "' must be a positive integer");
-  return config[key].get<size_t>();
+// The name of a field in messages: config.json's key, and the file's own where it differs (GGUF).
+std::string field_name(const FieldNames& names, const std::string& source, const std::string& key) {
+  const auto found = names.find(key);
+  return source + ": " + key + (found == names.end() ? "" : " (" + found->second + ")");
 }
 
 void refuse_if_true(const json& config, const char* key, const std::string& what, const std::string& source) {
@@ -27,18 +28,21 @@ void refuse_if_true(const json& config, const char* key, const std::string& what
     throw Error(source + ": " + what + " ('" + key + "': true) is not supported");
 }
 
-int64_t optional_token_id(const json& config, const char* key) {
-  if (!config.contains(key)) return -1;
-  const json& value = config[key];
-  if (value.is_number_integer()) return value.get<int64_t>();
-  if (value.is_array() && !value.empty() && value[0].is_number_integer()) return value[0].get<int64_t>();
-  return -1;
+// A token id, or the first of a list of them (each checked); -1 when absent, null or empty.
+int64_t optional_token_id(const json& config, const char* key, const std::string& field) {
+  if (!config.contains(key) || config[key].is_null()) return -1;
+  int64_t first = -1;
+  for (const json& id : config[key].is_array() ? config[key] : json::array({config[key]})) {
+    const int64_t checked = json_integer(id, field, limits::kTokenId);
+    if (first < 0) first = checked;
+  }
+  return first;
 }
 
 // Since transformers 5 the rope settings live in "rope_parameters"; before, in
 // "rope_theta" and "rope_scaling". Only plain RoPE is implemented: any other type, in
 // either place, is refused rather than ignored.
-double parse_rope_theta(const json& config, const std::string& source) {
+double parse_rope_theta(const json& config, const std::string& source, const std::string& field) {
   double theta = config.value("rope_theta", 10000.0);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     if (!config.contains(key) || config[key].is_null()) continue;
@@ -49,8 +53,7 @@ double parse_rope_theta(const json& config, const std::string& source) {
       throw Error(source + ": rope scaling of type '" + type + "' is not supported (only plain RoPE)");
     theta = rope.value("rope_theta", theta);
   }
-  if (!(theta > 0.0)) throw Error(source + ": rope_theta must be positive");
-  return theta;
+  return in_range(field, theta, limits::kMinRopeTheta, limits::kMaxRopeTheta);
 }
 
 }  // namespace
@@ -71,16 +74,10 @@ ModelConfig load_hf_config(const std::string& directory) {
 }
 
 ModelConfig parse_hf_config(const std::string& json_text) {
-  json config;
-  try {
-    config = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw Error(std::string("config.json is not valid JSON: ") + e.what());
-  }
-  return model_config_from_json(config, "config.json");
+  return model_config_from_json(parse_json(json_text, "config.json"), "config.json");
 }
 
-ModelConfig model_config_from_json(const json& config, const std::string& source) {
+ModelConfig model_config_from_json(const json& config, const std::string& source, const FieldNames& names) {
   if (!config.is_object()) throw Error(source + " must hold a JSON object");
   try {
     ModelConfig c;
@@ -89,23 +86,35 @@ ModelConfig model_config_from_json(const json& config, const std::string& source
     if (architecture == nullptr)
       throw Error(source + ": architecture (model_type) '" + c.architecture_name + "' is not supported; ditto runs " +
                   architecture_names());
-    c.vocab_size = positive_size(config, "vocab_size", source);
-    c.hidden_size = positive_size(config, "hidden_size", source);
-    c.intermediate_size = positive_size(config, "intermediate_size", source);
-    c.layers = positive_size(config, "num_hidden_layers", source);
-    c.heads = positive_size(config, "num_attention_heads", source);
     const auto given = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
-    c.kv_heads = given("num_key_value_heads") ? positive_size(config, "num_key_value_heads", source) : c.heads;
-    c.head_dim = given("head_dim") ? positive_size(config, "head_dim", source) : c.hidden_size / c.heads;
-    c.max_positions = given("max_position_embeddings") ? positive_size(config, "max_position_embeddings", source) : 4096;
+    // A size in its range (src/tensor/limits.h); `fallback` when the config may leave it out.
+    const auto size = [&](const char* key, Range range, std::optional<size_t> fallback = std::nullopt) -> size_t {
+      const std::string field = field_name(names, source, key);
+      if (!given(key)) {
+        if (fallback) return *fallback;
+        throw Error(field + " is missing: a whole number in " + std::to_string(range.min) + ".." +
+                    std::to_string(range.max) + " is needed");
+      }
+      return size_t(json_integer(config[key], field, range));
+    };
+    c.vocab_size = size("vocab_size", limits::kVocabSize);
+    c.hidden_size = size("hidden_size", limits::kWidth);
+    c.intermediate_size = size("intermediate_size", limits::kWidth);
+    c.layers = size("num_hidden_layers", limits::kLayers);
+    c.heads = size("num_attention_heads", limits::kHeads);
+    c.kv_heads = size("num_key_value_heads", limits::kHeads, c.heads);
+    c.head_dim = size("head_dim", limits::kHeadDim, c.hidden_size / c.heads);
+    in_range(field_name(names, source, "head_dim"), uint64_t(c.head_dim), limits::kHeadDim);  // also when derived
+    c.max_positions = size("max_position_embeddings", limits::kPositions, size_t(4096));
     check_attention_shape(c, source);
-    c.rms_norm_eps = config.value("rms_norm_eps", 1e-6f);
-    if (!(c.rms_norm_eps >= 0.0f) || std::isinf(c.rms_norm_eps))
-      throw Error(source + ": rms_norm_eps must be a finite number, not negative");
-    c.rope_theta = parse_rope_theta(config, source);
+    // Read as a double and checked before it narrows: a float cannot hold 1e300.
+    c.rms_norm_eps = float(given("rms_norm_eps") ? json_number(config["rms_norm_eps"], field_name(names, source, "rms_norm_eps"),
+                                                               0.0, limits::kMaxRmsNormEps)
+                                                 : 1e-6);
+    c.rope_theta = parse_rope_theta(config, source, field_name(names, source, "rope_theta"));
     c.tied_embeddings = config.value("tie_word_embeddings", false);
-    c.bos_token_id = optional_token_id(config, "bos_token_id");
-    c.eos_token_id = optional_token_id(config, "eos_token_id");
+    c.bos_token_id = optional_token_id(config, "bos_token_id", field_name(names, source, "bos_token_id"));
+    c.eos_token_id = optional_token_id(config, "eos_token_id", field_name(names, source, "eos_token_id"));
     const std::string activation = config.value("hidden_act", std::string("silu"));
     if (activation != "silu") throw Error(source + ": hidden_act '" + activation + "' is not supported (only silu)");
     refuse_if_true(config, "attention_bias", "a bias on the attention projections", source);

@@ -2,12 +2,32 @@
 // MLP. Qwen3 adds an RMSNorm on every q and k head before RoPE.
 #include "model/decoder.h"
 
+#include <array>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels.h"
 #include "model/weights.h"
+#include "tensor/checked.h"
 
 namespace ditto {
+
+namespace {
+
+// Floats per row of each buffer of DecoderScratch, in its order (x, normed, ..., sin).
+std::array<size_t, 11> scratch_widths(const ModelConfig& c) {
+  const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  return {c.hidden_size, c.hidden_size, c.hidden_size,    q_width,        kv_width,         kv_width,
+          q_width,       c.intermediate_size, c.intermediate_size, c.head_dim / 2, c.head_dim / 2};
+}
+
+}  // namespace
+
+size_t decoder_scratch_bytes(const ModelConfig& config, size_t rows) {
+  size_t floats = 0;
+  for (const size_t width : scratch_widths(config)) floats = checked_add(floats, width, "a decoder row's scratch");
+  return checked_product("the scratch of a forward pass of " + std::to_string(rows) + " rows", floats, rows, sizeof(float));
+}
 
 void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache, const ForwardRows& batch,
                      float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
@@ -18,21 +38,13 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
 
-  const auto sized = [](std::vector<float>& buffer, size_t size) -> std::vector<float>& {
-    buffer.resize(size);
-    return buffer;
-  };
-  auto& x = sized(scratch.x, rows * hidden);
-  auto& normed = sized(scratch.normed, rows * hidden);
-  auto& projected = sized(scratch.projected, rows * hidden);
-  auto& q = sized(scratch.q, rows * q_width);
-  auto& k = sized(scratch.k, rows * kv_width);
-  auto& v = sized(scratch.v, rows * kv_width);
-  auto& attended = sized(scratch.attended, rows * q_width);
-  auto& gate = sized(scratch.gate, rows * c.intermediate_size);
-  auto& up = sized(scratch.up, rows * c.intermediate_size);
-  auto& cos = sized(scratch.cos, rows * c.head_dim / 2);
-  auto& sin = sized(scratch.sin, rows * c.head_dim / 2);
+  const std::array<size_t, 11> widths = scratch_widths(c);
+  std::vector<float>* buffers[] = {&scratch.x, &scratch.normed, &scratch.projected, &scratch.q,  &scratch.k,  &scratch.v,
+                                   &scratch.attended, &scratch.gate, &scratch.up, &scratch.cos, &scratch.sin};
+  for (size_t i = 0; i < widths.size(); ++i) buffers[i]->resize(rows * widths[i]);
+  auto &x = scratch.x, &normed = scratch.normed, &projected = scratch.projected, &q = scratch.q, &k = scratch.k,
+       &v = scratch.v, &attended = scratch.attended, &gate = scratch.gate, &up = scratch.up, &cos = scratch.cos,
+       &sin = scratch.sin;
   // Tracing (ditto verify --trace): hands the observer intermediates, each `rows` rows of a buffer.
   using Named = std::pair<const char*, const std::vector<float>*>;
   const auto observe = [&](size_t layer, std::initializer_list<Named> outputs) {

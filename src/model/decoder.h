@@ -31,6 +31,10 @@ struct ForwardRows {
   std::span<const size_t> logit_rows;            // rows whose logits are wanted, in this order
 };
 
+// The memory decoder_forward's scratch takes for a pass of `rows` rows; throws ditto::Error if it
+// overflows.
+size_t decoder_scratch_bytes(const ModelConfig& config, size_t rows);
+
 // Runs the rows through the decoder: writes their keys and values into the cache (one view
 // per layer), attends over the cache, and stores the logits of logit_rows into `logits`
 // (logit_rows.size() x vocab). Tokens, positions and cache room are checked by the caller.

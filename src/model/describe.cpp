@@ -8,6 +8,8 @@
 #include "model/config.h"
 #include "model/gguf.h"
 #include "model/tensor_store.h"
+#include "model/weights.h"
+#include "tensor/checked.h"
 
 namespace ditto {
 
@@ -38,8 +40,8 @@ void add_tensors(Rows& rows, const Tensors& tensors, TypeOf type_of, ShapeOf sha
   for (const auto& tensor : tensors) {
     ++counts[type_of(tensor)];
     size_t elements = 1;
-    for (size_t d : shape_of(tensor)) elements *= d;
-    parameters += elements;
+    for (size_t d : shape_of(tensor)) elements = checked_mul(elements, d, "a tensor's size");
+    parameters = checked_add(parameters, elements, "the parameter count");
   }
   std::string types;
   for (const auto& [type, count] : counts) types += (types.empty() ? "" : ", ") + type + " x" + std::to_string(count);
@@ -48,11 +50,14 @@ void add_tensors(Rows& rows, const Tensors& tensors, TypeOf type_of, ShapeOf sha
 }
 
 Rows describe_gguf(const std::string& path) {
-  const MappedFile file(path);
-  const GgufFile gguf = parse_gguf(std::span(file.data(), file.size()), "'" + path + "'");
-  Rows rows = {{"format", "GGUF version " + std::to_string(gguf.version) + ", " + std::to_string(file.size()) + " bytes"}};
+  const auto file = std::make_shared<MappedFile>(path);
+  const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
+  Rows rows = {{"format", "GGUF version " + std::to_string(gguf.version) + ", " + std::to_string(file->size()) + " bytes"}};
   if (gguf.has("general.name")) rows.push_back({"name", gguf.get_string("general.name")});
-  add_config(rows, gguf_model_config(gguf));
+  const ModelConfig config = gguf_model_config(gguf);
+  // The sizes shown are the ones the model would run with: every tensor checked against them.
+  check_hf_weights(gguf_tensor_store(file, gguf), config);
+  add_config(rows, config);
   add_tensors(
       rows, gguf.tensors, [](const GgufTensorInfo& t) { return dtype_name(t.dtype); },
       [](const GgufTensorInfo& t) { return t.shape; });
@@ -74,8 +79,10 @@ Rows describe_gguf(const std::string& path) {
 Rows describe_checkpoint(const std::string& directory) {
   namespace fs = std::filesystem;
   Rows rows = {{"format", "Hugging Face checkpoint (config.json, safetensors)"}};
-  add_config(rows, load_hf_config(directory));
+  const ModelConfig config = load_hf_config(directory);
   const TensorStore store = load_safetensors_checkpoint(directory);
+  check_hf_weights(store, config);
+  add_config(rows, config);
   add_tensors(
       rows, store.tensors(), [](const auto& entry) { return dtype_name(entry.second.dtype); },
       [](const auto& entry) { return entry.second.shape; });

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ditto/error.h"
+#include "tensor/limits.h"
 
 namespace ditto {
 
@@ -107,22 +108,33 @@ GgufType read_type(Reader& in, const std::string& name, const std::string& key) 
   return GgufType(type);
 }
 
-double read_number(Reader& in, GgufType type) {
+// A number as read: its value as a double and, for an integer type (or Bool), exactly.
+struct Number {
+  double value;
+  uint64_t magnitude = 0;
+  bool negative = false;
+};
+
+Number integer(int64_t value) { return {double(value), value < 0 ? 0 - uint64_t(value) : uint64_t(value), value < 0}; }
+Number integer(uint64_t value) { return {double(value), value, false}; }
+
+Number read_number(Reader& in, GgufType type) {
+  const char* what = "a metadata value";
   switch (type) {
-    case GgufType::U8: return in.read<uint8_t>("a metadata value");
-    case GgufType::I8: return in.read<int8_t>("a metadata value");
-    case GgufType::U16: return in.read<uint16_t>("a metadata value");
-    case GgufType::I16: return in.read<int16_t>("a metadata value");
-    case GgufType::U32: return in.read<uint32_t>("a metadata value");
-    case GgufType::I32: return in.read<int32_t>("a metadata value");
-    case GgufType::F32: return in.read<float>("a metadata value");
-    case GgufType::Bool: return in.read<uint8_t>("a metadata value") != 0;
-    case GgufType::U64: return double(in.read<uint64_t>("a metadata value"));
-    case GgufType::I64: return double(in.read<int64_t>("a metadata value"));
-    case GgufType::F64: return in.read<double>("a metadata value");
+    case GgufType::U8: return integer(uint64_t(in.read<uint8_t>(what)));
+    case GgufType::I8: return integer(int64_t(in.read<int8_t>(what)));
+    case GgufType::U16: return integer(uint64_t(in.read<uint16_t>(what)));
+    case GgufType::I16: return integer(int64_t(in.read<int16_t>(what)));
+    case GgufType::U32: return integer(uint64_t(in.read<uint32_t>(what)));
+    case GgufType::I32: return integer(int64_t(in.read<int32_t>(what)));
+    case GgufType::U64: return integer(in.read<uint64_t>(what));
+    case GgufType::I64: return integer(in.read<int64_t>(what));
+    case GgufType::Bool: return integer(uint64_t(in.read<uint8_t>(what) != 0));
+    case GgufType::F32: return {in.read<float>(what)};
+    case GgufType::F64: return {in.read<double>(what)};
     case GgufType::String: case GgufType::Array: break;
   }
-  return 0.0;
+  return {0.0};
 }
 
 GgufValue read_value(Reader& in, const std::string& name, const std::string& key) {
@@ -141,10 +153,13 @@ GgufValue read_value(Reader& in, const std::string& name, const std::string& key
     } else {
       const uint64_t count = in.read_count("a metadata array length", scalar_bytes(value.element_type));
       value.numbers.reserve(size_t(count));
-      for (uint64_t i = 0; i < count; ++i) value.numbers.push_back(read_number(in, value.element_type));
+      for (uint64_t i = 0; i < count; ++i) value.numbers.push_back(read_number(in, value.element_type).value);
     }
   } else {
-    value.numbers.push_back(read_number(in, value.type));
+    const Number number = read_number(in, value.type);
+    value.numbers.push_back(number.value);
+    value.integer = number.magnitude;
+    value.negative = number.negative;
   }
   return value;
 }
@@ -163,16 +178,17 @@ const GgufValue& find_value(const GgufFile& gguf, const std::string& key) {
 
 uint64_t GgufFile::get_uint(const std::string& key) const {
   const GgufValue& value = find_value(*this, key);
-  if (!is_integer_type(value.type) || value.numbers[0] < 0)
-    throw Error("GGUF metadata '" + key + "' is not a non-negative integer");
-  return uint64_t(value.numbers[0]);
+  if (!is_integer_type(value.type)) throw Error("GGUF metadata '" + key + "' is not an integer");
+  if (value.negative)
+    throw Error("GGUF metadata '" + key + "' is -" + std::to_string(value.integer) + ", not a non-negative integer");
+  return value.integer;
 }
 
-float GgufFile::get_float(const std::string& key) const {
+double GgufFile::get_float(const std::string& key) const {
   const GgufValue& value = find_value(*this, key);
   if (value.type != GgufType::F32 && value.type != GgufType::F64)
     throw Error("GGUF metadata '" + key + "' is not a floating-point number");
-  return float(value.numbers[0]);
+  return value.numbers[0];
 }
 
 const std::string& GgufFile::get_string(const std::string& key) const {
@@ -238,7 +254,9 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name, b
     uint64_t elements = 1;
     for (uint32_t d = 0; d < dims; ++d) {
       ne[d] = in.read<uint64_t>("a tensor dimension");
-      if (ne[d] == 0 || ne[d] > (uint64_t(1) << 48) / elements) throw Error(where + " has an absurd shape");
+      if (ne[d] == 0 || ne[d] > limits::kMaxTensorElements / elements)
+        throw Error(where + " has an absurd shape: dimension " + std::to_string(d) + " is " + std::to_string(ne[d]) +
+                    " (a tensor holds 1 to 2^48 values)");
       elements *= ne[d];
     }
     tensor.ggml_type = in.read<uint32_t>("a tensor type");

@@ -21,12 +21,15 @@ enum class GgufType : uint32_t {
 };
 
 // One metadata value. A scalar holds one entry in `numbers` (integers, floats, bools) or in
-// `strings`; an array holds all its elements there, of `element_type`.
+// `strings`; an array holds all its elements there, of `element_type`. A double is exact for
+// floats and for integers up to 2^53, so a scalar integer is also kept exactly, in `integer`.
 struct GgufValue {
   GgufType type = GgufType::U32;
   GgufType element_type = GgufType::U32;  // arrays only
   std::vector<double> numbers;
   std::vector<std::string> strings;
+  uint64_t integer = 0;   // a scalar of an integer type (or Bool): its magnitude
+  bool negative = false;  // and its sign
 };
 
 // A tensor as the header describes it: shape in row-major order (the reverse of GGUF's ne[]),
@@ -50,9 +53,10 @@ struct GgufFile {
 
   bool has(const std::string& key) const { return metadata.count(key) != 0; }
   // Typed reads of metadata; each throws ditto::Error naming the key when it is missing or of
-  // another type.
+  // another type. Integers are read exactly, not through a double; a float is read as it is
+  // stored, F32 or F64, and its range is the caller's to check.
   uint64_t get_uint(const std::string& key) const;
-  float get_float(const std::string& key) const;
+  double get_float(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;
   const std::vector<std::string>& get_string_array(const std::string& key) const;
   const std::vector<double>& get_number_array(const std::string& key) const;

@@ -11,12 +11,6 @@ namespace ditto {
 
 namespace {
 
-size_t positive(const GgufFile& gguf, const std::string& key) {
-  const uint64_t value = gguf.get_uint(key);
-  if (value == 0 || value > (uint64_t(1) << 32)) throw Error("GGUF metadata '" + key + "' must be a positive size");
-  return size_t(value);
-}
-
 const GgufTensorInfo* find_tensor(const GgufFile& gguf, const std::string& name) {
   for (const GgufTensorInfo& tensor : gguf.tensors)
     if (tensor.name == name) return &tensor;
@@ -56,8 +50,10 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   if (architecture == nullptr)
     throw Error("GGUF architecture '" + name + "' is not supported; ditto runs " + architecture_names());
   const std::string arch = name + ".";
-  // The metadata in config.json's terms, so that one reader checks both kinds of file.
+  // The metadata in config.json's terms, so that one reader checks both kinds of file; the
+  // messages name the GGUF keys.
   nlohmann::json config = {{"model_type", std::string(architecture->name)}};
+  FieldNames names;
   struct Key {
     const char* gguf;
     const char* hf;
@@ -68,18 +64,14 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
                          Key{"attention.head_count", "num_attention_heads", true},
                          Key{"attention.head_count_kv", "num_key_value_heads", false},
                          Key{"attention.key_length", "head_dim", false},
-                         Key{"context_length", "max_position_embeddings", true}})
-    if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = positive(gguf, arch + key.gguf);
+                         Key{"context_length", "max_position_embeddings", true}}) {
+    names[key.hf] = arch + key.gguf;
+    if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = gguf.get_uint(arch + key.gguf);
+  }
+  names["rms_norm_eps"] = arch + "attention.layer_norm_rms_epsilon";
   config["rms_norm_eps"] = gguf.get_float(arch + "attention.layer_norm_rms_epsilon");
+  names["rope_theta"] = arch + "rope.freq_base";
   if (gguf.has(arch + "rope.freq_base")) config["rope_theta"] = gguf.get_float(arch + "rope.freq_base");
-
-  const size_t head_dim = config.contains("head_dim") ? config["head_dim"].get<size_t>()
-                                                      : config["hidden_size"].get<size_t>() /
-                                                            config["num_attention_heads"].get<size_t>();
-  if (gguf.has(arch + "attention.value_length") && positive(gguf, arch + "attention.value_length") != head_dim)
-    throw Error("GGUF: value heads of another size than key heads are not supported");
-  if (gguf.has(arch + "rope.dimension_count") && positive(gguf, arch + "rope.dimension_count") != head_dim)
-    throw Error("GGUF: RoPE on part of each head (rope.dimension_count != head size) is not supported");
   if (gguf.has(arch + "rope.scaling.type") && gguf.get_string(arch + "rope.scaling.type") != "none")
     throw Error("GGUF: rope scaling of type '" + gguf.get_string(arch + "rope.scaling.type") +
                 "' is not supported (only plain RoPE)");
@@ -88,11 +80,19 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
 
   const GgufTensorInfo* embedding = find_tensor(gguf, "token_embd.weight");
   if (embedding == nullptr || embedding->shape.size() != 2) throw Error("GGUF: no 2-D tensor 'token_embd.weight'");
+  names["vocab_size"] = "the rows of token_embd.weight";
   config["vocab_size"] = embedding->shape[0];
   config["tie_word_embeddings"] = find_tensor(gguf, "output.weight") == nullptr;
-  for (const char* id : {"bos_token_id", "eos_token_id"})
-    if (gguf.has(std::string("tokenizer.ggml.") + id)) config[id] = gguf.get_uint(std::string("tokenizer.ggml.") + id);
-  return model_config_from_json(config, "GGUF");
+  for (const char* id : {"bos_token_id", "eos_token_id"}) {
+    names[id] = std::string("tokenizer.ggml.") + id;
+    if (gguf.has(names[id])) config[id] = gguf.get_uint(names[id]);
+  }
+  const ModelConfig c = model_config_from_json(config, "GGUF", names);
+  if (gguf.has(arch + "attention.value_length") && gguf.get_uint(arch + "attention.value_length") != c.head_dim)
+    throw Error("GGUF: value heads of another size than key heads are not supported");
+  if (gguf.has(arch + "rope.dimension_count") && gguf.get_uint(arch + "rope.dimension_count") != c.head_dim)
+    throw Error("GGUF: RoPE on part of each head (rope.dimension_count != head size) is not supported");
+  return c;
 }
 
 TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf) {

@@ -10,6 +10,7 @@
 
 #include "ditto/error.h"
 #include "model/gguf.h"
+#include "tensor/limits.h"
 #include "tokenizer/utf8.h"
 
 namespace ditto {
@@ -75,6 +76,7 @@ struct Vocabulary {
 Vocabulary read_vocabulary(const GgufFile& gguf) {
   Vocabulary vocabulary{gguf.get_string_array("tokenizer.ggml.tokens"),
                         gguf.get_number_array("tokenizer.ggml.token_type")};
+  in_range("GGUF: the number of tokens in tokenizer.ggml.tokens", uint64_t(vocabulary.tokens.size()), limits::kVocabSize);
   if (vocabulary.types.size() != vocabulary.tokens.size())
     throw Error("GGUF: tokenizer.ggml.token_type has " + std::to_string(vocabulary.types.size()) + " entries for " +
                 std::to_string(vocabulary.tokens.size()) + " tokens");
@@ -144,6 +146,15 @@ json post_processor(const GgufFile& gguf, const std::vector<std::string>& tokens
   return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", json::array()}, {"special_tokens", special_tokens}};
 }
 
+// The merges of a byte-level vocabulary, as the file stores them.
+const std::vector<std::string>& read_merges(const GgufFile& gguf) {
+  const std::vector<std::string>& merges = gguf.get_string_array("tokenizer.ggml.merges");
+  for (size_t rank = 0; rank < merges.size(); ++rank)
+    if (utf8::find_invalid(merges[rank]) != std::string::npos)
+      throw Error("GGUF: merge " + std::to_string(rank) + " in tokenizer.ggml.merges is not valid UTF-8");
+  return merges;
+}
+
 std::string byte_level_tokenizer_json(const GgufFile& gguf) {
   const Vocabulary vocabulary = read_vocabulary(gguf);
   // A file without tokenizer.ggml.pre gets llama.cpp's default split.
@@ -158,7 +169,7 @@ std::string byte_level_tokenizer_json(const GgufFile& gguf) {
       {"model",
        // llama.cpp takes a Llama 3 word that is a token whole (ignore_merges) before merging.
        {{"type", "BPE"}, {"dropout", nullptr}, {"byte_fallback", false}, {"ignore_merges", pre == "llama-bpe"},
-        {"vocab", vocab_object(vocabulary.tokens)}, {"merges", gguf.get_string_array("tokenizer.ggml.merges")}}},
+        {"vocab", vocab_object(vocabulary.tokens)}, {"merges", read_merges(gguf)}}},
   };
   return document.dump();
 }
@@ -246,6 +257,12 @@ json sentencepiece_decoder(bool strip_space) {
 std::string sentencepiece_tokenizer_json(const GgufFile& gguf) {
   Vocabulary vocabulary = read_vocabulary(gguf);
   const size_t size = vocabulary.tokens.size();
+  // derived_merges tries every split of every token, at a cost of the square of its length.
+  for (size_t id = 0; id < size; ++id)
+    if (vocabulary.tokens[id].size() > limits::kMaxSentencePieceTokenBytes)
+      throw Error("GGUF: token " + std::to_string(id) + " of tokenizer.ggml.tokens is " +
+                  std::to_string(vocabulary.tokens[id].size()) + " bytes long; a SentencePiece token may have " +
+                  std::to_string(limits::kMaxSentencePieceTokenBytes));
   const std::string architecture = gguf.has("general.architecture") ? gguf.get_string("general.architecture") : "";
   const bool gemma = architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3";
   std::vector<double> scores;

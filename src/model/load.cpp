@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/gguf.h"
 #include "model/weights.h"
+#include "tensor/limits.h"
 
 namespace ditto {
 
@@ -27,16 +28,12 @@ std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& c
   return std::make_shared<Model>(config, pack_hf_weights(store, config, layout));
 }
 
-void add_stop(std::vector<int32_t>& stops, int64_t id) {
-  if (id >= 0 && id <= INT32_MAX) stops.push_back(int32_t(id));
-}
-
-// An id or a list of ids, as config.json and generation_config.json write eos_token_id.
-void add_stops(std::vector<int32_t>& stops, const json& value) {
-  if (value.is_number_integer()) add_stop(stops, value.get<int64_t>());
-  if (value.is_array())
-    for (const json& id : value)
-      if (id.is_number_integer()) add_stop(stops, id.get<int64_t>());
+// An id, a list of ids or null, as config.json and generation_config.json write eos_token_id;
+// `field` names it in errors.
+void add_stops(std::vector<int32_t>& stops, const json& value, const std::string& field) {
+  if (value.is_null()) return;
+  for (const json& id : value.is_array() ? value : json::array({value}))
+    stops.push_back(int32_t(json_integer(id, field, limits::kTokenId)));
 }
 
 // A JSON file of a checkpoint directory, or null if it has none. Throws if it cannot be read.
@@ -46,11 +43,7 @@ json read_json(const fs::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) throw Error("cannot read '" + file.string() + "'");
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw Error("'" + file.string() + "' is not valid JSON: " + e.what());
-  }
+  return parse_json(text.str(), "'" + file.string() + "'");
 }
 
 void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel& out) {
@@ -74,7 +67,7 @@ void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel&
         out.special_tokens[name] = out.tokenizer->decode(std::span(&id, 1));
       }
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (gguf.has(key)) add_stop(out.stop_tokens, int64_t(std::min<uint64_t>(gguf.get_uint(key), INT64_MAX)));
+    if (gguf.has(key)) out.stop_tokens.push_back(int32_t(in_range(std::string("GGUF: ") + key, gguf.get_uint(key), limits::kTokenId)));
 }
 
 void load_checkpoint(const std::string& directory, const LoadOptions& options, LoadedModel& out) {
@@ -103,9 +96,11 @@ void load_checkpoint(const std::string& directory, const LoadOptions& options, L
         if (named.is_object() && named.value("name", "") == "default") out.chat_template = named.value("template", "");
   }
 
-  if (config.is_object() && config.contains("eos_token_id")) add_stops(out.stop_tokens, config["eos_token_id"]);
+  if (config.is_object() && config.contains("eos_token_id"))
+    add_stops(out.stop_tokens, config["eos_token_id"], "config.json: eos_token_id");
   const json generation = read_json(dir / "generation_config.json");
-  if (generation.is_object() && generation.contains("eos_token_id")) add_stops(out.stop_tokens, generation["eos_token_id"]);
+  if (generation.is_object() && generation.contains("eos_token_id"))
+    add_stops(out.stop_tokens, generation["eos_token_id"], "generation_config.json: eos_token_id");
   // Special tokens as text: a string, or an added token's {"content": ...}.
   if (tokenizer_config.is_object())
     for (const char* name : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
@@ -115,7 +110,7 @@ void load_checkpoint(const std::string& directory, const LoadOptions& options, L
       if (!text.empty()) out.special_tokens[name] = text;
     }
   if (out.tokenizer && out.special_tokens.count("eos_token"))
-    if (const auto id = out.tokenizer->token_to_id(out.special_tokens["eos_token"])) add_stop(out.stop_tokens, *id);
+    if (const auto id = out.tokenizer->token_to_id(out.special_tokens["eos_token"])) out.stop_tokens.push_back(*id);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "ditto/error.h"
 #include "model/tensor_store.h"
+#include "tensor/limits.h"
 
 namespace ditto {
 
@@ -43,45 +44,45 @@ const TensorView& TensorStore::get(const std::string& name) const {
   return found->second;
 }
 
-void load_safetensors(const std::string& path, TensorStore& store) {
-  auto file = std::make_shared<MappedFile>(path);
-  const size_t size = file->size();
-  if (size < 8) throw Error("'" + path + "' is not a safetensors file: shorter than its 8-byte header length");
+std::vector<std::pair<std::string, TensorView>> parse_safetensors(std::span<const std::byte> bytes,
+                                                                  const std::string& name) {
+  const size_t size = bytes.size();
+  if (size < 8) throw Error(name + " is not a safetensors file: shorter than its 8-byte header length");
   uint64_t header_length = 0;
-  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | uint8_t(file->data()[i]);
+  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | uint8_t(bytes[size_t(i)]);
   if (header_length > size - 8)
-    throw Error("'" + path + "': the header length (" + std::to_string(header_length) +
+    throw Error(name + ": the header length (" + std::to_string(header_length) +
                 " bytes) runs past the end of the file (" + std::to_string(size) + " bytes)");
-  json header;
-  try {
-    header = json::parse(reinterpret_cast<const char*>(file->data() + 8),
-                         reinterpret_cast<const char*>(file->data() + 8 + header_length));
-  } catch (const json::exception& e) {
-    throw Error("'" + path + "': the header is not valid JSON: " + e.what());
-  }
-  if (!header.is_object()) throw Error("'" + path + "': the header is not a JSON object");
+  if (header_length > limits::kMaxSafetensorsHeaderBytes)
+    throw Error(name + ": the header length is " + std::to_string(header_length) + " bytes, outside the accepted range 0.." +
+                std::to_string(limits::kMaxSafetensorsHeaderBytes));
+  const json header =
+      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), header_length), name + ": the header");
+  if (!header.is_object()) throw Error(name + ": the header is not a JSON object");
 
-  const std::byte* data = file->data() + 8 + header_length;
+  const std::byte* data = bytes.data() + 8 + header_length;
   const size_t data_size = size - 8 - header_length;
   struct Extent {
     size_t begin, end;
     std::string name;
   };
   std::vector<Extent> extents;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
-    const std::string where = "'" + path + "', tensor '" + name + "'";
+  std::vector<std::pair<std::string, TensorView>> tensors;
+  for (const auto& [tensor_name, entry] : header.items()) {
+    if (tensor_name == "__metadata__") continue;
+    const std::string where = name + ", tensor '" + tensor_name + "'";
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
         !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||
         !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
       throw Error(where + ": needs a dtype, a shape and two data_offsets");
     TensorView tensor;
-    tensor.dtype = safetensors_dtype(entry["dtype"].get<std::string>(), name);
+    tensor.dtype = safetensors_dtype(entry["dtype"].get<std::string>(), tensor_name);
     size_t elements = 1;
     for (const json& dim : entry["shape"]) {
       if (!dim.is_number_unsigned()) throw Error(where + ": a dimension is not a non-negative integer");
       const uint64_t d = dim.get<uint64_t>();
-      if (d != 0 && elements > (uint64_t(1) << 48) / d) throw Error(where + ": the shape is absurdly large");
+      if (d != 0 && elements > limits::kMaxTensorElements / d)
+        throw Error(where + ": the shape is absurdly large (a tensor holds at most 2^48 values)");
       elements *= d;
       tensor.shape.push_back(size_t(d));
     }
@@ -98,13 +99,21 @@ void load_safetensors(const std::string& path, TensorStore& store) {
                   std::to_string(elements * dtype_size(tensor.dtype)));
     tensor.data = data + begin;
     tensor.bytes = end - begin;
-    extents.push_back({size_t(begin), size_t(end), name});
-    store.add(name, std::move(tensor), "'" + path + "'");
+    extents.push_back({size_t(begin), size_t(end), tensor_name});
+    tensors.emplace_back(tensor_name, std::move(tensor));
   }
   std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < extents.size(); ++i)
     if (extents[i].begin < extents[i - 1].end)
-      throw Error("'" + path + "': tensors '" + extents[i - 1].name + "' and '" + extents[i].name + "' overlap");
+      throw Error(name + ": tensors '" + extents[i - 1].name + "' and '" + extents[i].name + "' overlap");
+  return tensors;
+}
+
+void load_safetensors(const std::string& path, TensorStore& store) {
+  auto file = std::make_shared<MappedFile>(path);
+  const std::string name = "'" + path + "'";
+  for (auto& [tensor_name, tensor] : parse_safetensors(std::span(file->data(), file->size()), name))
+    store.add(tensor_name, std::move(tensor), name);
   store.add_file(std::move(file));
 }
 
@@ -117,12 +126,7 @@ TensorStore load_safetensors_checkpoint(const std::string& directory) {
   if (fs::exists(single)) {
     load_safetensors(single.string(), store);
   } else if (fs::exists(index)) {
-    json map;
-    try {
-      map = json::parse(read_text_file(index));
-    } catch (const json::exception& e) {
-      throw Error("'" + index.string() + "' is not valid JSON: " + e.what());
-    }
+    const json map = parse_json(read_text_file(index), "'" + index.string() + "'");
     if (!map.contains("weight_map") || !map["weight_map"].is_object())
       throw Error("'" + index.string() + "' has no weight_map object");
     std::set<std::string> shards;

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,13 @@ class TensorStore {
   std::map<std::string, TensorView> tensors_;
 };
 
-// Maps one .safetensors file and adds its tensors to `store`. Validates the header: its
-// length, JSON, dtypes, shapes, offsets inside the file and no two tensors overlapping.
+// The tensors of a safetensors file held in `bytes`, pointing into them. Validates the header:
+// its length, JSON, dtypes, shapes, offsets inside the file and no two tensors overlapping.
+// Throws ditto::Error starting with `name` on any violation.
+std::vector<std::pair<std::string, TensorView>> parse_safetensors(std::span<const std::byte> bytes,
+                                                                  const std::string& name);
+
+// Maps one .safetensors file and adds its tensors (parse_safetensors) to `store`.
 void load_safetensors(const std::string& path, TensorStore& store);
 
 // Loads model.safetensors, or the shards listed in model.safetensors.index.json, of a

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ditto/error.h"
+#include "tensor/checked.h"
 
 namespace ditto {
 
@@ -14,28 +15,46 @@ std::string shape_text(const std::vector<size_t>& shape) {
   return text + "]";
 }
 
-const TensorView& checked(const TensorStore& store, const std::string& name, std::vector<size_t> shape) {
-  const TensorView& tensor = store.get(name);
-  if (tensor.shape != shape)
-    throw Error("tensor '" + name + "' has shape " + shape_text(tensor.shape) + " but the config implies " +
-                shape_text(shape));
-  return tensor;
-}
+// Takes the decoder's tensors from a store, checking each against the shape the config implies.
+// A dry run checks and counts the memory packing would take, without packing: the whole model is
+// checked, and its memory known, before anything is allocated.
+class Packer {
+ public:
+  Packer(const TensorStore& store, bool dry_run) : store_(store), dry_run_(dry_run) {}
 
-PackedMatrix matrix(const TensorStore& store, const std::string& name, size_t rows, size_t cols,
-                    std::span<const size_t> source_rows = {}) {
-  const TensorView& tensor = checked(store, name, {rows, cols});
-  return PackedMatrix::pack(tensor.dtype, rows, cols, tensor.data, source_rows);
-}
+  PackedMatrix matrix(const std::string& name, size_t rows, size_t cols, std::span<const size_t> source_rows = {}) {
+    const TensorView& tensor = checked(name, {rows, cols});
+    add(PackedMatrix::packed_bytes(tensor.dtype, rows, cols));
+    return dry_run_ ? PackedMatrix() : PackedMatrix::pack(tensor.dtype, rows, cols, tensor.data, source_rows);
+  }
 
-std::vector<float> vector(const TensorStore& store, const std::string& name, size_t length) {
-  const TensorView& tensor = checked(store, name, {length});
-  if (is_quantized(tensor.dtype))
-    throw Error("tensor '" + name + "' is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
-  std::vector<float> values(length);
-  for (size_t i = 0; i < length; ++i) values[i] = load_as_f32(tensor.data, tensor.dtype, i);
-  return values;
-}
+  std::vector<float> vector(const std::string& name, size_t length) {
+    const TensorView& tensor = checked(name, {length});
+    if (is_quantized(tensor.dtype))
+      throw Error("tensor '" + name + "' is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
+    add(checked_mul(length, sizeof(float), "a vector"));
+    if (dry_run_) return {};
+    std::vector<float> values(length);
+    for (size_t i = 0; i < length; ++i) values[i] = load_as_f32(tensor.data, tensor.dtype, i);
+    return values;
+  }
+
+  size_t bytes() const { return bytes_; }
+
+ private:
+  const TensorView& checked(const std::string& name, const std::vector<size_t>& shape) const {
+    const TensorView& tensor = store_.get(name);
+    if (tensor.shape != shape)
+      throw Error("tensor '" + name + "' has shape " + shape_text(tensor.shape) + " but the config implies " +
+                  shape_text(shape));
+    return tensor;
+  }
+  void add(size_t bytes) { bytes_ = checked_add(bytes_, bytes, "the packed weights' size"); }
+
+  const TensorStore& store_;
+  bool dry_run_;
+  size_t bytes_ = 0;
+};
 
 // llama.cpp's layout of q/k rows: within each head of head_dim rows, row 2i + j holds the row
 // j * head_dim/2 + i of transformers' layout (the halves that rotate-half RoPE pairs up are
@@ -49,9 +68,8 @@ std::vector<size_t> interleaved_rope_rows(size_t heads, size_t head_dim) {
   return rows;
 }
 
-}  // namespace
-
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& c, QkLayout qk_layout) {
+// Every tensor of the decoder, in one list for the dry run and the packing.
+std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, QkLayout qk_layout) {
   auto weights = std::make_unique<ModelWeights>();
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
@@ -60,28 +78,42 @@ std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const Mo
     q_rows = interleaved_rope_rows(c.heads, c.head_dim);
     k_rows = interleaved_rope_rows(c.kv_heads, c.head_dim);
   }
-  weights->embedding = matrix(store, "model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  weights->embedding = take.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
   for (size_t i = 0; i < c.layers; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     LayerWeights layer;
-    layer.attention_norm = vector(store, prefix + "input_layernorm.weight", c.hidden_size);
-    layer.q = matrix(store, prefix + "self_attn.q_proj.weight", q_width, c.hidden_size, q_rows);
-    layer.k = matrix(store, prefix + "self_attn.k_proj.weight", kv_width, c.hidden_size, k_rows);
-    layer.v = matrix(store, prefix + "self_attn.v_proj.weight", kv_width, c.hidden_size);
-    layer.o = matrix(store, prefix + "self_attn.o_proj.weight", c.hidden_size, q_width);
+    layer.attention_norm = take.vector(prefix + "input_layernorm.weight", c.hidden_size);
+    layer.q = take.matrix(prefix + "self_attn.q_proj.weight", q_width, c.hidden_size, q_rows);
+    layer.k = take.matrix(prefix + "self_attn.k_proj.weight", kv_width, c.hidden_size, k_rows);
+    layer.v = take.matrix(prefix + "self_attn.v_proj.weight", kv_width, c.hidden_size);
+    layer.o = take.matrix(prefix + "self_attn.o_proj.weight", c.hidden_size, q_width);
     if (c.qk_norm) {
-      layer.q_norm = vector(store, prefix + "self_attn.q_norm.weight", c.head_dim);
-      layer.k_norm = vector(store, prefix + "self_attn.k_norm.weight", c.head_dim);
+      layer.q_norm = take.vector(prefix + "self_attn.q_norm.weight", c.head_dim);
+      layer.k_norm = take.vector(prefix + "self_attn.k_norm.weight", c.head_dim);
     }
-    layer.mlp_norm = vector(store, prefix + "post_attention_layernorm.weight", c.hidden_size);
-    layer.gate = matrix(store, prefix + "mlp.gate_proj.weight", c.intermediate_size, c.hidden_size);
-    layer.up = matrix(store, prefix + "mlp.up_proj.weight", c.intermediate_size, c.hidden_size);
-    layer.down = matrix(store, prefix + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
+    layer.mlp_norm = take.vector(prefix + "post_attention_layernorm.weight", c.hidden_size);
+    layer.gate = take.matrix(prefix + "mlp.gate_proj.weight", c.intermediate_size, c.hidden_size);
+    layer.up = take.matrix(prefix + "mlp.up_proj.weight", c.intermediate_size, c.hidden_size);
+    layer.down = take.matrix(prefix + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
     weights->layers.push_back(std::move(layer));
   }
-  weights->final_norm = vector(store, "model.norm.weight", c.hidden_size);
-  if (!c.tied_embeddings) weights->output = matrix(store, "lm_head.weight", c.vocab_size, c.hidden_size);
+  weights->final_norm = take.vector("model.norm.weight", c.hidden_size);
+  if (!c.tied_embeddings) weights->output = take.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   return weights;
+}
+
+}  // namespace
+
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config) {
+  Packer check(store, /*dry_run=*/true);
+  take_weights(check, config, QkLayout::Transformers);
+  return check.bytes();
+}
+
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout) {
+  require_memory(check_hf_weights(store, config), "packing the model's weights");
+  Packer pack(store, /*dry_run=*/false);
+  return take_weights(pack, config, qk_layout);
 }
 
 }  // namespace ditto

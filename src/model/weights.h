@@ -25,9 +25,15 @@ struct ModelWeights {
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
 
+// Checks that the store holds every tensor of the decoder that `config` describes, each of the
+// shape the config implies (ditto::Error naming the first that is missing or differs), and
+// returns the memory packing them takes.
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config);
+
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
-// them), checks every shape against the config and packs them, q and k rows in transformers'
-// order whatever `qk_layout` the store holds.
+// them), checks every shape against the config and the memory they take against the machine's
+// before packing any, and packs them, q and k rows in transformers' order whatever `qk_layout`
+// the store holds.
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
                                               QkLayout qk_layout = QkLayout::Transformers);
 

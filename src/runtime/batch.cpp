@@ -1,9 +1,11 @@
 #include "ditto/batch.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
 #include "ditto/error.h"
+#include "tensor/checked.h"
 #include "model/decoder.h"
 #include "runtime/kv_pool.h"
 
@@ -17,7 +19,9 @@ struct Sequence {
   std::vector<KVPool::ContentId> contents;     // content ids of its full blocks, once published
 };
 
-size_t blocks_for(size_t positions, size_t block_size) { return (positions + block_size - 1) / block_size; }
+size_t blocks_for(size_t positions, size_t block_size) {
+  return checked_round_up(positions, block_size, "a count of KV blocks") / block_size;
+}
 
 }  // namespace
 
@@ -27,11 +31,13 @@ size_t kv_blocks_for_budget(const ModelConfig& config, DType cache, size_t block
     throw Error("a KV budget of " + std::to_string(bytes) + " bytes holds no block: one block of " +
                 std::to_string(block_size) + " positions takes " + std::to_string(per_block) + " bytes with a " +
                 dtype_name(cache) + " cache");
+  require_memory(bytes, "a KV budget of " + std::to_string(bytes) + " bytes");
   return bytes / per_block;
 }
 
 size_t kv_blocks_for_sequences(size_t sequences, size_t positions, size_t block_size) {
-  return sequences * (blocks_for(positions, block_size) + 1);
+  const std::string what = "the KV blocks of " + std::to_string(sequences) + " sequences of " + std::to_string(positions) + " positions";
+  return checked_mul(sequences, checked_add(blocks_for(positions, block_size), 1, what), what);
 }
 
 struct BatchEngine::State {
@@ -170,6 +176,13 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
     throw Error("the KV pool is full: this pass needs " + std::to_string(needed) + " more blocks of " +
                 std::to_string(s.pool.block_size()) + " positions and " + std::to_string(s.pool.available()) +
                 " of " + std::to_string(s.pool.blocks()) + " are available");
+  // A long prompt in one pass (and all its logits) can ask for more than the machine has.
+  const size_t logit_count = size_t(std::count_if(rows.begin(), rows.end(), [](const BatchRow& row) { return row.logits; }));
+  const std::string pass =
+      "a forward pass of " + std::to_string(rows.size()) + " rows (" + std::to_string(logit_count) + " with logits)";
+  require_memory(checked_add(decoder_scratch_bytes(model_->config(), rows.size()),
+                             checked_product(pass, logit_count, model_->config().vocab_size, sizeof(float)), pass),
+                 pass + " with its scratch");
 
   s.tokens.clear();
   s.positions.clear();

@@ -1,28 +1,18 @@
 #include "runtime/kv_pool.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "ditto/error.h"
+#include "tensor/checked.h"
 
 namespace ditto {
 
-namespace {
-
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(1ull << 30));
-  return text;
-}
-
-}  // namespace
-
 size_t KVPool::block_bytes(const ModelConfig& c, DType dtype, size_t block_size) {
-  return 2 * c.layers * c.kv_heads * block_size * c.head_dim * dtype_size(dtype);
+  return checked_product("a KV block's size", 2, c.layers, c.kv_heads, block_size, c.head_dim, dtype_size(dtype));
 }
 
 KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks)
@@ -30,20 +20,15 @@ KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t bloc
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw Error("the KV cache holds f32, f16 or bf16, not " + dtype_name(dtype));
   if (block_size == 0 || blocks == 0) throw Error("the KV pool needs at least one block of at least one position");
-  if (blocks > UINT32_MAX) throw Error("the KV pool cannot have more than 2^32 - 1 blocks");
   layout_ = {dtype, c.kv_heads, c.head_dim, block_size, nullptr, nullptr};
-  const size_t per_block = block_bytes(c, dtype, block_size);
-  if (per_block == 0 || blocks > SIZE_MAX / per_block) throw Error("the KV pool's size overflows");
-  memory_bytes_ = per_block * blocks;
-  const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
-  if (double(memory_bytes_) > physical)
-    throw Error("a KV pool of " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) +
-                " positions needs " + gib(double(memory_bytes_)) + ", more than this machine's memory (" +
-                gib(physical) + ")");
+  const std::string what = "a KV pool of " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " positions";
+  memory_bytes_ = checked_mul(block_bytes(c, dtype, block_size), blocks, what);
+  require_memory(memory_bytes_, what);
+  if (blocks > UINT32_MAX) throw Error(what + " has more than 2^32 - 1 blocks");
   // Anonymous pages are zero and take no memory until written: a large budget costs nothing
   // until sequences use it.
   void* memory = ::mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw Error("cannot reserve " + gib(double(memory_bytes_)) + " for the KV pool");
+  if (memory == MAP_FAILED) throw Error("cannot reserve " + gib_text(double(memory_bytes_)) + " for " + what);
   memory_ = static_cast<unsigned char*>(memory);
   layer_bytes_ = layout_.block_bytes() * blocks;
   blocks_.resize(blocks);

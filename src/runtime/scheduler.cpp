@@ -15,6 +15,12 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 
 size_t blocks_for(size_t positions, size_t block_size) { return (positions + block_size - 1) / block_size; }
 
+// The positions a request may fill: its prompt and max_tokens, at most max_length (set by
+// submit(), more than the prompt); max_tokens may be anything, so it is not added unchecked.
+size_t positions_to_fill(const GenerationRequest& request) {
+  return request.prompt.size() + std::min(request.max_tokens, request.max_length - request.prompt.size());
+}
+
 }  // namespace
 
 Scheduler::Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish)
@@ -43,7 +49,7 @@ size_t Scheduler::submit(GenerationRequest request) {
   request.sampling.validate(config.vocab_size);
   std::sort(request.stop_tokens.begin(), request.stop_tokens.end());
   const KVStats pool = engine_.kv_stats();
-  const size_t needed = blocks_for(std::min(request.prompt.size() + request.max_tokens, limit), pool.block_size) + 1;
+  const size_t needed = blocks_for(positions_to_fill(request), pool.block_size) + 1;
   if (needed > pool.blocks)
     throw Error("the request needs up to " + std::to_string(needed) + " KV blocks and the pool has " +
                 std::to_string(pool.blocks) + ": give the cache more memory or ask for fewer tokens");
@@ -63,7 +69,7 @@ void Scheduler::admit() {
     auto& [number, request] = waiting_.front();
     const SequenceId sequence = engine_.open(request.all_prompt_logits ? std::span<const int32_t>() : request.prompt);
     Running r{number, std::move(request), sequence, engine_.length(sequence), 0, {}, {}, {}, {}, {}};
-    r.end = std::min(r.request.prompt.size() + r.request.max_tokens, r.request.max_length);
+    r.end = positions_to_fill(r.request);
     size_t promised = blocks_to_grow(r);
     for (const Running& other : running_) promised += blocks_to_grow(other);
     if (promised > engine_.available_blocks()) {  // wait for running requests to end

@@ -32,7 +32,11 @@ struct Session::State {
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options) {
-  if (options_.capacity == 0) options_.capacity = model_->config().max_positions;
+  const size_t context = model_->config().max_positions;
+  if (options_.capacity == 0) options_.capacity = context;
+  if (options_.capacity > context)
+    throw Error("a session of " + std::to_string(options_.capacity) + " positions is past the model's context of " +
+                std::to_string(context) + " positions");
   state_.reset(new State{BatchEngine(model_, batch_options(model_->config(), options_)), 0});
   state_->sequence = state_->engine.open();
 }

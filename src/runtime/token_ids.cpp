@@ -1,10 +1,10 @@
 #include "runtime/token_ids.h"
 
-#include <climits>
 #include <fstream>
 #include <sstream>
 
 #include "ditto/error.h"
+#include "tensor/limits.h"
 
 namespace ditto {
 
@@ -20,8 +20,9 @@ std::vector<int32_t> parse_token_ids(std::string_view text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != word.size() || id < 0 || id > INT32_MAX) throw Error("'" + word + "' is not a token id");
-    ids.push_back(int32_t(id));
+    if (used != word.size())
+      throw Error("'" + word + "' is not a token id (a whole number in 0.." + std::to_string(limits::kTokenId.max) + ")");
+    ids.push_back(int32_t(in_range("a token id", int64_t(id), limits::kTokenId)));
   }
   return ids;
 }

@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+
+#include "tensor/checked.h"
 
 namespace ditto {
 
@@ -48,10 +51,18 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
 
 }  // namespace
 
+size_t PackedMatrix::packed_bytes(DType dtype, size_t rows, size_t cols) {
+  const MatrixView shape{dtype, rows, cols, nullptr};
+  const std::string what = "a packed " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix";
+  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 20 or 24), so
+  // checking that bound first lets panel_bytes() compute it.
+  checked_mul(cols, kPanelRows * sizeof(float), what);
+  return checked_round_up(checked_mul(shape.panels(), shape.panel_bytes(), what), 64, what);
+}
+
 PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const void* source,
                                 std::span<const size_t> source_rows) {
-  const MatrixView shape{dtype, rows, cols, nullptr};
-  const size_t bytes = (shape.panels() * shape.panel_bytes() + 63) / 64 * 64;
+  const size_t bytes = packed_bytes(dtype, rows, cols);
   void* storage = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (storage == nullptr) throw std::bad_alloc();
   std::memset(storage, 0, bytes);

@@ -73,6 +73,8 @@ class PackedMatrix {
   // source row source_rows[n], or source row n when source_rows is empty.
   static PackedMatrix pack(DType dtype, size_t rows, size_t cols, const void* source,
                            std::span<const size_t> source_rows = {});
+  // The memory pack() takes for such a matrix; throws ditto::Error if the size overflows.
+  static size_t packed_bytes(DType dtype, size_t rows, size_t cols);
   const MatrixView& view() const { return view_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ditto/error.h"
+#include "tensor/limits.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
@@ -129,12 +130,7 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_json(std::string_view json_text) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& e) {
-    throw Error(std::string("not valid JSON: ") + e.what());
-  }
+  const json root = parse_json(json_text, "the file");
   auto impl = std::make_unique<Impl>();
   try {
     impl->load(root);

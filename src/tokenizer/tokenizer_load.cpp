@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ditto/error.h"
+#include "tensor/checked.h"
+#include "tensor/limits.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
@@ -196,8 +198,10 @@ std::vector<std::pair<std::string, std::string>> load_byte_fallback_decoder(cons
       require(!impl.strip_char.empty() && utf8::find_invalid(impl.strip_char) == std::string::npos &&
                   utf8::char_length(static_cast<unsigned char>(impl.strip_char[0])) == impl.strip_char.size(),
               "decoder Strip of other than one character");
-      require(strip.value("stop", 0) == 0, "decoder Strip of the end of the text");
-      impl.strip_count = strip.value("start", 0);
+      require(json_integer(strip.value("stop", json(0)), "decoder Strip's stop", limits::kStripCount) == 0,
+              "decoder Strip of the end of the text");
+      impl.strip_count =
+          static_cast<size_t>(json_integer(strip.value("start", json(0)), "decoder Strip's start", limits::kStripCount));
       ++i;
     }
   }
@@ -228,7 +232,10 @@ void load_post_processor(const json& post_processor, Tokenizer::Impl& impl) {
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     const json& special = post_processor.at("special_tokens");
     if (!special.contains(name)) throw Error("post_processor TemplateProcessing: no special token \"" + name + "\"");
-    for (const json& id : special[name].at("ids")) (seen_text ? after : before).push_back(id.get<int32_t>());
+    for (const json& id : special[name].at("ids")) {
+      const int64_t checked = json_integer(id, "post_processor TemplateProcessing: an id of \"" + name + "\"", limits::kTokenId);
+      (seen_text ? after : before).push_back(static_cast<int32_t>(checked));
+    }
   }
   require(seen_text, "post_processor TemplateProcessing without the text");
   // A later processor wraps what the earlier ones made.
@@ -370,14 +377,16 @@ class Loader {
 
     int32_t max_id = -1;
     const json& vocab = model.at("vocab");
+    require(vocab.is_object(), "a vocab that is not an object");
+    if (vocab.empty()) throw Error("the vocabulary is empty: every text would encode to nothing");
     impl_.id_of_text.reserve(vocab.size());
     for (const auto& [text, id_json] : vocab.items()) {
-      const int32_t id = id_json.get<int32_t>();
-      if (id < 0) throw Error("vocabulary token \"" + text + "\" has a negative id");
+      const auto id =
+          static_cast<int32_t>(json_integer(id_json, "the id of vocabulary token \"" + text + "\"", limits::kTokenId));
       impl_.id_of_text[text] = id;
       max_id = std::max(max_id, id);
     }
-    impl_.entries.resize(static_cast<size_t>(max_id + 1));
+    resize_entries(static_cast<size_t>(max_id) + 1);
     StringMap<int32_t> whole_word_ids;
     for (const auto& [text, id] : impl_.id_of_text) {
       impl_.entries[id] = entry_of(text, false);
@@ -427,7 +436,7 @@ class Loader {
     int32_t max_added_id = -1;
     for (const json& token_json : tokens) {
       AddedToken token;
-      token.id = token_json.at("id").get<int32_t>();
+      token.id = static_cast<int32_t>(json_integer(token_json.at("id"), "the id of an added token", limits::kTokenId));
       token.content = token_json.at("content").get<std::string>();
       token.special = token_json.value("special", false);
       token.single_word = token_json.value("single_word", false);
@@ -453,7 +462,7 @@ class Loader {
       }
       max_added_id = std::max(max_added_id, token.id);
       impl_.id_of_text[token.content] = token.id;
-      if (static_cast<size_t>(token.id) >= impl_.entries.size()) impl_.entries.resize(static_cast<size_t>(token.id) + 1);
+      if (static_cast<size_t>(token.id) >= impl_.entries.size()) resize_entries(static_cast<size_t>(token.id) + 1);
       // tokenizers spells a token matched after normalizing as the normalizer makes it, for
       // id_to_token and decode alike ("▁<tab>" for "<tab>" after Prepend("▁")).
       impl_.entries[token.id] =
@@ -474,6 +483,14 @@ class Loader {
     impl_.raw_matcher = std::make_unique<AddedTokenMatcher>(std::move(raw), std::move(raw_patterns));
     impl_.normalized_matcher =
         std::make_unique<AddedTokenMatcher>(std::move(normalized), std::move(normalized_patterns));
+  }
+
+  // One entry for every id up to the largest: ids are bounded (limits::kTokenId), and the table's
+  // memory is checked before it grows.
+  void resize_entries(size_t size) {
+    require_memory(checked_mul(size, sizeof(TokenEntry), "the tokenizer's id table"),
+                   "the tokenizer's table of ids 0.." + std::to_string(size - 1));
+    impl_.entries.resize(size);
   }
 
   void check_special_id(int32_t id) const {

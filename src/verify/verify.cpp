@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ditto/error.h"
+#include "tensor/limits.h"
 
 namespace ditto::verify {
 
@@ -162,10 +163,11 @@ std::vector<size_t> parse_modes(std::string_view text) {
   for (const std::string& word : split_commas(text)) {
     if (word == "whole") {
       modes.push_back(0);
-    } else if (const auto chunk = positive(word)) {
+    } else if (const auto chunk = positive(word); chunk && *chunk <= size_t(limits::kPositions.max)) {
       modes.push_back(*chunk);
     } else {
-      throw Error("'" + word + "' is not a prefill mode: give 'whole' or a chunk size in tokens, e.g. whole,1,16,17");
+      throw Error("'" + word + "' is not a prefill mode: give 'whole' or a chunk size in tokens (1.." +
+                  std::to_string(limits::kPositions.max) + "), e.g. whole,1,16,17");
     }
   }
   return modes;

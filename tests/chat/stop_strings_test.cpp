@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "chat/stop_strings.h"
+#include "ditto/error.h"
 
 namespace ditto {
 namespace {
@@ -30,6 +31,18 @@ TEST(StopStrings, HeldTextThatIsNotAStopComesOutLater) {
   EXPECT_EQ(stops.push("x"), "<ex");
   EXPECT_EQ(stops.push("<"), "");
   EXPECT_EQ(stops.finish(), "<");  // the generation ended: what was held is shown
+}
+
+TEST(StopStrings, AStopStringThatIsNotUtf8IsRefused) {
+  // "\xc3" alone would match inside "é" and cut the text in the middle of the character.
+  try {
+    StopStrings stops({"ok", "\xc3"});
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stop string 2 is not valid UTF-8 (at byte 0)");
+  }
+  StopStrings stops({"", "\u00e9"});  // an empty one is no stop
+  EXPECT_EQ(shown(stops, {"caf", "\u00e9!"}), "caf");
 }
 
 TEST(StopStrings, TheEarliestOfSeveralStopsWins) {

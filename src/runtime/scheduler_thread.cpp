@@ -16,6 +16,9 @@ SchedulerThread::SchedulerThread(BatchEngine& engine, SchedulerOptions options)
             return !entry.on_token || entry.on_token(token);
           },
           [this](size_t number, Generation generation) {
+            // The request is out of the scheduler and its blocks are back: say so before its
+            // owner hears of its end, so that the status an owner reads after it is current.
+            publish_status();
             auto node = entries_.extract(number);
             numbers_.erase(node.mapped().ticket);
             if (node.mapped().on_finish) node.mapped().on_finish(std::move(generation));

@@ -7,6 +7,10 @@ per call, on one thread, with the same tokenizer.json. Prints MB/s of each (best
 passes; caches are warm after the first) and checks that the ids are the same.
 
   .venv/bin/python bench/tokenizer_bench.py [--tokenizer PATH] [--megabytes 8]
+  .venv/bin/python bench/tokenizer_bench.py --gguf gemma3      # a SentencePiece vocabulary
+
+--gguf takes a GGUF file (or `gemma3`, the Gemma 3 270M file of ditto_testing.models): both then
+load the tokenizer.json that ditto builds from its metadata.
 """
 import argparse
 import os
@@ -21,7 +25,7 @@ sys.path.insert(0, os.environ.get("DITTO_PYTHON_DIR", os.path.join(ROOT, "build"
 sys.path.append(os.path.join(ROOT, "python"))
 
 import ditto  # noqa: E402
-from ditto_testing import text_corpus  # noqa: E402
+from ditto_testing import models, text_corpus  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 
@@ -54,20 +58,28 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokenizer", default=os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer",
                                                             "tokenizer.json"))
+    parser.add_argument("--gguf", help="a GGUF file whose tokenizer to measure, or gemma3")
     parser.add_argument("--megabytes", type=float, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
     docs = documents(args.megabytes)
     megabytes = sum(len(doc.encode()) for doc in docs) / 1e6
-    ours = ditto.Tokenizer.from_file(args.tokenizer)
-    theirs = Tokenizer.from_file(args.tokenizer)
+    if args.gguf:
+        source = str(models.gemma3_gguf() if args.gguf == "gemma3" else args.gguf)
+        json_text = ditto.gguf_tokenizer(source)[0]
+    else:
+        source = os.path.abspath(args.tokenizer)
+        with open(source, encoding="utf-8") as f:
+            json_text = f.read()
+    ours = ditto.Tokenizer.from_json(json_text)
+    theirs = Tokenizer.from_str(json_text)
 
     mismatched = sum(ours.encode(doc) != theirs.encode(doc, add_special_tokens=False).ids for doc in docs)
     ours_seconds = best_seconds(ours.encode, docs, args.repeat)
     theirs_seconds = best_seconds(lambda doc: theirs.encode(doc, add_special_tokens=False), docs, args.repeat)
 
-    print(f"corpus: {megabytes:.2f} MB in {len(docs)} documents; tokenizer: {os.path.abspath(args.tokenizer)}")
+    print(f"corpus: {megabytes:.2f} MB in {len(docs)} documents; tokenizer: {source}")
     print(f"ids identical in {len(docs) - mismatched} of {len(docs)} documents")
     print(f"ditto       {megabytes / ours_seconds:8.2f} MB/s")
     print(f"tokenizers  {megabytes / theirs_seconds:8.2f} MB/s")

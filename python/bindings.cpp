@@ -102,7 +102,7 @@ PYBIND11_MODULE(_ditto, m) {
 
   m.def("gguf_tokenizer", [](const std::string& path) {
         const ditto::MappedFile file(path);
-        const ditto::GgufFile gguf = ditto::parse_gguf(std::span(file.data(), file.size()), path);
+        const ditto::GgufFile gguf = ditto::parse_gguf(std::span(file.data(), file.size()), path, /*tensors=*/false);
         return std::make_pair(ditto::gguf_tokenizer_json(gguf),
                               gguf.has("tokenizer.chat_template") ? gguf.get_string("tokenizer.chat_template") : "");
       }, py::arg("path"), "The tokenizer of a GGUF file: (tokenizer.json text for Tokenizer.from_json, chat template).");

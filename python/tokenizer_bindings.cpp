@@ -13,11 +13,12 @@ void bind_tokenizer(py::module_& module) {
       .def_static("from_file", &Tokenizer::from_file, py::arg("path"))
       .def_static("from_json", [](const std::string& json_text) { return Tokenizer::from_json(json_text); },
                   py::arg("json_text"))
-      .def("encode", [](const Tokenizer& tokenizer, const std::string& text, bool allow_special) {
+      .def("encode", [](const Tokenizer& tokenizer, const std::string& text, bool allow_special,
+                        bool add_special_tokens) {
              py::gil_scoped_release release;
-             return tokenizer.encode(text, allow_special);
+             return tokenizer.encode(text, allow_special, add_special_tokens);
            },
-           py::arg("text"), py::arg("allow_special") = true)
+           py::arg("text"), py::arg("allow_special") = true, py::arg("add_special_tokens") = false)
       // For text that is not valid UTF-8, which a Python str cannot hold.
       .def("encode_bytes", [](const Tokenizer& tokenizer, const py::bytes& data, bool allow_special) {
              return tokenizer.encode(std::string(data), allow_special);

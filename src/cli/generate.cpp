@@ -147,6 +147,15 @@ void run_generate(const GenerateOptions& o) {
     if (o.json) {
       nlohmann::json line = {{"prompt", p}, {"ids", result.ids}, {"step_hashes", hex(result.step_hashes)}};
       if (!o.sampling.greedy()) line["seed"] = result.seed;
+      if (o.sampling.logprobs) {
+        nlohmann::json logprobs = nlohmann::json::array();
+        for (const SampledToken& token : result.sampled) {
+          nlohmann::json top = nlohmann::json::array();
+          for (const TokenLogprob& alternative : token.top) top.push_back({alternative.token, alternative.logprob});
+          logprobs.push_back({{"logprob", token.logprob}, {"top", top}});
+        }
+        line["logprobs"] = logprobs;
+      }
       if (o.hash) line["logits_hash"] = hash_hex(result.logits_hash);
       if (o.trace) line["trace"] = trace_json(trace);
       std::printf("%s\n", line.dump().c_str());
@@ -212,8 +221,10 @@ void register_generate(CLI::App& app) {
   cmd->footer(
       "--json prints one line per prompt: {\"prompt\": i, \"ids\": [...], \"step_hashes\": [...]}, where\n"
       "step_hashes[j] is the FNV-1a hash (16 hex digits) of the logits that chose ids[j]; with --hash also\n"
-      "\"logits_hash\", when sampling \"seed\", and with --trace also \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}], the\n"
-      "hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
+      "\"logits_hash\"; when sampling, \"seed\"; with --logprobs N, \"logprobs\": [{\"logprob\": x, \"top\":\n"
+      "[[id, x], ...]}, ...], the model's raw log-probabilities (before temperature and penalties) of each\n"
+      "token and of the N most likely; with --trace, \"trace\": [{\"layer\": l, \"op\": name, \"hashes\": [...]}],\n"
+      "the hash of every intermediate of every layer at every position, in the order the decoder computes them.\n"
       "`ditto verify` runs `ditto generate --tokens-file FILE --json` as its child process.");
   add_model_option(cmd, options->model);
   CLI::Option* text = cmd->add_option("-p,--prompt", options->prompt, "Prompt as text; the continuation is printed as text");
@@ -231,6 +242,10 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   add_cache_options(cmd, options->cache);
   add_sampling_options(cmd, options->sampling);
+  cmd->add_option("--logprobs", options->sampling.top_logprobs,
+                  "With --json: the log-probability of each token and of the N most likely ones (0 to 20)")
+      ->check(CLI::Range(0, SamplingParams::kMaxTopLogprobs))
+      ->each([options](const std::string&) { options->sampling.logprobs = true; });
   cmd->add_option("--parallel", options->parallel,
                   "With --tokens-file: prompts in flight at once, in one batch (results are identical for any N)")
       ->capture_default_str()->check(CLI::Range(1, 4096))->needs(tokens_file);

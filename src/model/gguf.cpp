@@ -195,7 +195,7 @@ const std::vector<double>& GgufFile::get_number_array(const std::string& key) co
   return value.numbers;
 }
 
-GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name) {
+GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name, bool tensors) {
   Reader in(bytes, name);
   GgufFile gguf;
   if (bytes.size() < 4 || std::memcmp(bytes.data(), "GGUF", 4) != 0)
@@ -223,6 +223,7 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name) {
       throw Error(name + ": general.alignment " + std::to_string(alignment) + " is not a power of two up to 65536");
     gguf.alignment = size_t(alignment);
   }
+  if (!tensors) return gguf;
 
   std::set<std::string> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {

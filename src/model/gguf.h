@@ -61,8 +61,9 @@ struct GgufFile {
 // Parses and validates the header of a GGUF file held in `bytes`: magic, version, counts and
 // string lengths that fit in the file, known metadata types, tensor types ditto reads, shapes,
 // and tensor data that lies inside the file at the declared alignment without overlapping.
-// Throws ditto::Error starting with `name` on any violation.
-GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name);
+// Throws ditto::Error starting with `name` on any violation. With `tensors` false, only the
+// header and the metadata are read (all a tokenizer needs, whatever the tensors' types).
+GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name, bool tensors = true);
 
 // The decoder's hyper-parameters from the metadata of a `llama` or `qwen3` GGUF file.
 ModelConfig gguf_model_config(const GgufFile& gguf);
@@ -72,8 +73,9 @@ ModelConfig gguf_model_config(const GgufFile& gguf);
 TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf);
 
 // The tokenizer of a GGUF file (tokenizer.ggml.*: tokens, token types, merges, pre-tokenizer
-// name) as a Hugging Face tokenizer.json for Tokenizer::from_json. Byte-level BPE ('gpt2') with
-// a pre-tokenizer gguf_tokenizer.cpp knows; anything else is refused with a ditto::Error.
+// name) as a Hugging Face tokenizer.json for Tokenizer::from_json: byte-level BPE ('gpt2') with
+// a pre-tokenizer gguf_tokenizer.cpp knows, or SentencePiece ('llama'); anything else is refused
+// with a ditto::Error.
 std::string gguf_tokenizer_json(const GgufFile& gguf);
 
 }  // namespace ditto

@@ -20,6 +20,10 @@ size_t blocks_for(size_t positions, size_t block_size) { return (positions + blo
 Scheduler::Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish)
     : engine_(engine), options_(options), on_token_(std::move(on_token)), on_finish_(std::move(on_finish)) {
   if (options_.max_sequences == 0) throw Error("a scheduler needs room for at least one sequence");
+  // Every running sequence decodes in every pass: none waits behind the others.
+  if (options_.batch_tokens != 0 && options_.batch_tokens < options_.max_sequences)
+    throw Error("a pass of " + std::to_string(options_.batch_tokens) + " rows cannot hold a decode row for each of " +
+                std::to_string(options_.max_sequences) + " sequences");
 }
 
 GenerationRequest Scheduler::check(GenerationRequest request) const {
@@ -35,7 +39,7 @@ GenerationRequest Scheduler::check(GenerationRequest request) const {
       throw Error("token id " + std::to_string(token) + " is outside the vocabulary (0.." +
                   std::to_string(config.vocab_size - 1) + ")");
   request.max_length = limit;
-  request.sampling = with_seed(request.sampling);
+  if (!request.sampling.greedy()) request.sampling = with_seed(request.sampling);
   request.sampling.validate(config.vocab_size);
   std::sort(request.stop_tokens.begin(), request.stop_tokens.end());
   const BatchOptions& pool = engine_.options();
@@ -86,7 +90,7 @@ void Scheduler::admit() {
       return;
     }
     r.result.cached_positions = r.fed;
-    r.result.seed = *r.request.sampling.seed;
+    r.result.seed = r.request.sampling.seed.value_or(0);
     r.history = r.request.prompt;
     r.started = std::chrono::steady_clock::now();
     running_.push_back(std::move(r));
@@ -97,8 +101,8 @@ void Scheduler::admit() {
 void Scheduler::step() {
   admit();
   if (running_.empty()) return;
-  // Decode rows first (one each), then prompt chunks in the order requests started, within the
-  // budget. owner[i]: the running request of row i.
+  // Decode rows first (one each: the budget holds them all), then prompt chunks in the order
+  // requests started, within the budget. owner[i]: the running request of row i.
   const size_t budget = options_.batch_tokens ? options_.batch_tokens : SIZE_MAX;
   std::vector<BatchRow> rows;
   std::vector<size_t> owner;

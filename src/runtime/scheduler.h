@@ -18,7 +18,7 @@ struct GenerationRequest {
   size_t max_length = 0;             // positions the sequence may fill; 0: the model's context
   bool all_prompt_logits = false;    // compute, and hash, the logits of every prompt position too
                                      // (computed all: the prefix cache is not used)
-  SamplingParams sampling{.temperature = 0.0};  // greedy unless asked; a seed is drawn if missing
+  SamplingParams sampling{.temperature = 0.0};  // greedy unless asked; sampling without a seed draws one
 };
 
 // Stopped: by the token callback; Cancelled: by cancel(), before its end.
@@ -27,7 +27,7 @@ enum class StopReason { MaxTokens, StopToken, ContextFull, Stopped, Cancelled };
 struct Generation {
   std::vector<int32_t> ids;
   std::vector<SampledToken> sampled;  // each token with its logprobs, if the request asked for them
-  uint64_t seed = 0;                  // the seed its draws used (the request's, or one drawn for it)
+  uint64_t seed = 0;                  // the seed its draws used (the request's, or one drawn for it); 0 if greedy
   std::vector<uint64_t> step_hashes;  // step_hashes[i]: FNV-1a of the logits that chose ids[i]
   uint64_t logits_hash = 0;           // FNV-1a of every logits row computed for it, in position order
   StopReason stop = StopReason::MaxTokens;
@@ -38,7 +38,7 @@ struct Generation {
 struct SchedulerOptions {
   size_t max_sequences = 1;  // sequences in flight at most
   size_t chunk = 0;          // prompt positions a sequence prefills per pass; 0: all that remain
-  size_t batch_tokens = 0;   // rows per pass at most (decode rows first); 0: no limit
+  size_t batch_tokens = 0;   // rows per pass at most (decode rows first); 0: no limit, else >= max_sequences
 };
 
 // Continuous batching of generation requests on one BatchEngine: each step() is one forward pass

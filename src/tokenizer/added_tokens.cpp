@@ -1,7 +1,6 @@
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "tokenizer/regex.h"
 #include "tokenizer/utf8.h"
@@ -53,25 +52,54 @@ size_t white_space_end(std::string_view text, size_t start) {
 
 }  // namespace
 
-AddedTokenMatcher::AddedTokenMatcher(std::vector<const AddedToken*> tokens, std::vector<std::string> patterns) {
+AddedTokenMatcher::AddedTokenMatcher(std::vector<const AddedToken*> tokens, std::vector<std::string> patterns)
+    : nodes_(1) {
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (patterns[i].empty()) continue;  // an empty text matches nothing in tokenizers either
-    is_first_byte_[static_cast<unsigned char>(patterns[i][0])] = true;
-    patterns_.push_back({std::move(patterns[i]), tokens[i]});
+    // An empty text matches nothing in tokenizers either.
+    uint32_t node = 0;
+    for (const char c : patterns[i]) {
+      const auto byte = static_cast<unsigned char>(c);
+      uint32_t next = child(node, byte);
+      if (next == 0) {
+        next = static_cast<uint32_t>(nodes_.size());
+        auto& children = nodes_[node].children;
+        children.insert(std::lower_bound(children.begin(), children.end(), std::make_pair(byte, 0u)),
+                        {byte, next});
+        nodes_.emplace_back();
+      }
+      node = next;
+    }
+    // Of two tokens with the same text, the first keeps it.
+    if (node != 0 && nodes_[node].token == nullptr) nodes_[node].token = tokens[i];
   }
-  std::stable_sort(patterns_.begin(), patterns_.end(),
-                   [](const Pattern& a, const Pattern& b) { return a.text.size() > b.text.size(); });
+  for (const auto& [byte, node] : nodes_[0].children) first_byte_nodes_[byte] = node;
+}
+
+uint32_t AddedTokenMatcher::child(uint32_t node, unsigned char byte) const {
+  const auto& children = nodes_[node].children;
+  const auto found = std::lower_bound(children.begin(), children.end(), std::make_pair(byte, 0u));
+  return found != children.end() && found->first == byte ? found->second : 0;
 }
 
 bool AddedTokenMatcher::find(std::string_view text, size_t from, Match& match) const {
+  if (nodes_[0].children.empty()) return false;
   for (size_t pos = from; pos < text.size(); ++pos) {
-    if (!is_first_byte_[static_cast<unsigned char>(text[pos])]) continue;
-    for (const Pattern& pattern : patterns_) {
-      if (pattern.text.size() <= text.size() - pos &&
-          std::memcmp(pattern.text.data(), text.data() + pos, pattern.text.size()) == 0) {
-        match = {pos, pos + pattern.text.size(), pattern.token};
-        return true;
+    uint32_t node = first_byte_nodes_[static_cast<unsigned char>(text[pos])];
+    if (node == 0) continue;
+    // The longest pattern that starts here.
+    const AddedToken* longest = nodes_[node].token;
+    size_t end = pos + 1;
+    for (size_t at = pos + 1; at < text.size();) {
+      node = child(node, static_cast<unsigned char>(text[at++]));
+      if (node == 0) break;
+      if (nodes_[node].token != nullptr) {
+        longest = nodes_[node].token;
+        end = at;
       }
+    }
+    if (longest != nullptr) {
+      match = {pos, end, longest};
+      return true;
     }
   }
   return false;

@@ -40,12 +40,16 @@ class AddedTokenMatcher {
   // Applies single_word, lstrip and rstrip to a match; false if single_word rejects it.
   static bool apply_token_rules(std::string_view text, size_t done_up_to, Match& match);
 
-  struct Pattern {
-    std::string text;
-    const AddedToken* token;
+  // A trie of the patterns' bytes (Gemma has thousands of added tokens); nodes_[0] is the root.
+  struct Node {
+    const AddedToken* token = nullptr;                        // the token whose pattern ends here
+    std::vector<std::pair<unsigned char, uint32_t>> children;  // by byte, ascending
   };
-  std::vector<Pattern> patterns_;  // longest first, so the first that matches is the longest
-  std::array<bool, 256> is_first_byte_{};
+  // The child of `node` for `byte`, or 0 (the root is no one's child).
+  uint32_t child(uint32_t node, unsigned char byte) const;
+
+  std::vector<Node> nodes_;
+  std::array<uint32_t, 256> first_byte_nodes_{};  // the root's children by byte, 0 for none
 };
 
 template <class OnText, class OnToken>

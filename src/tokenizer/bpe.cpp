@@ -3,11 +3,26 @@
 #include <algorithm>
 #include <bit>
 
+#include "tokenizer/utf8.h"
+
 namespace ditto {
 
-BpeMerger::BpeMerger(const std::vector<Merge>& merges, const std::array<int32_t, 256>& byte_ids,
-                     StringMap<int32_t> whole_word_ids)
-    : byte_ids_(byte_ids), whole_word_ids_(std::move(whole_word_ids)) {
+namespace {
+constexpr char32_t kFirstAstral = 0x10000;
+}  // namespace
+
+BpeMerger::BpeMerger(const std::vector<Merge>& merges, const Alphabet& alphabet, StringMap<int32_t> whole_word_ids)
+    : characters_(alphabet.characters), byte_ids_(alphabet.byte_ids), whole_word_ids_(std::move(whole_word_ids)) {
+  if (characters_) {
+    bmp_char_ids_.assign(kFirstAstral, kNoToken);
+    for (const auto& [code_point, id] : alphabet.char_ids) {
+      if (code_point < kFirstAstral) {
+        bmp_char_ids_[code_point] = id;
+      } else {
+        astral_char_ids_[code_point] = id;
+      }
+    }
+  }
   // At most half full, so probes stay short.
   const size_t capacity = std::bit_ceil(std::max<size_t>(2 * merges.size(), 16));
   hash_shift_ = 64 - std::countr_zero(capacity);
@@ -44,12 +59,10 @@ void BpeMerger::merge(std::string_view word, std::vector<int32_t>& out, Scratch&
   auto& queue = scratch.queue;
   symbols.clear();
   queue.clear();
-  for (const char byte : word) {
-    const int32_t id = byte_ids_[static_cast<unsigned char>(byte)];
-    if (id == kNoToken) continue;
-    const auto at = static_cast<int32_t>(symbols.size());
-    symbols.push_back({id, at - 1, -1});
-    if (at > 0) symbols[at - 1].next = at;
+  add_symbols(word, symbols);
+  if (symbols.size() == 1) {  // a single byte or character, as often: nothing to merge
+    out.push_back(symbols[0].id);
+    return;
   }
   if (symbols.empty()) return;
   const auto size = static_cast<int32_t>(symbols.size());
@@ -84,6 +97,36 @@ void BpeMerger::merge(std::string_view word, std::vector<int32_t>& out, Scratch&
     if (left.next >= 0) enqueue(top.pos, left.next);
   }
   for (int32_t pos = 0; pos >= 0; pos = symbols[pos].next) out.push_back(symbols[pos].id);
+}
+
+int32_t BpeMerger::char_id(char32_t code_point) const {
+  if (code_point < kFirstAstral) return bmp_char_ids_[code_point];
+  const auto found = astral_char_ids_.find(code_point);
+  return found == astral_char_ids_.end() ? kNoToken : found->second;
+}
+
+void BpeMerger::add_symbol(int32_t id, std::vector<Scratch::Symbol>& symbols) const {
+  if (id == kNoToken) return;
+  const auto at = static_cast<int32_t>(symbols.size());
+  symbols.push_back({id, at - 1, -1});
+  if (at > 0) symbols[at - 1].next = at;
+}
+
+void BpeMerger::add_symbols(std::string_view word, std::vector<Scratch::Symbol>& symbols) const {
+  if (!characters_) {
+    for (const char byte : word) add_symbol(byte_ids_[static_cast<unsigned char>(byte)], symbols);
+    return;
+  }
+  for (size_t pos = 0; pos < word.size();) {
+    const size_t length = utf8::char_length(static_cast<unsigned char>(word[pos]));
+    const int32_t id = char_id(utf8::code_point_at(word, pos));
+    if (id != kNoToken) {
+      add_symbol(id, symbols);
+    } else {
+      for (size_t i = pos; i < pos + length; ++i) add_symbol(byte_ids_[static_cast<unsigned char>(word[i])], symbols);
+    }
+    pos += length;
+  }
 }
 
 }  // namespace ditto

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "tokenizer/split.h"
+
 namespace ditto {
 
 // A PCRE2 pattern compiled for UTF-8 with Unicode properties (\p{L}, \s as Unicode white space)
@@ -21,10 +23,10 @@ class Regex {
   };
   MatchData make_match_data() const;
 
-  // Calls on_piece(piece) for every match and every stretch between matches, in order: the
-  // `Isolated` split of tokenizers. `text` must be valid UTF-8. Empty matches split nothing.
+  // Calls on_piece(piece) for the pieces that `behavior` makes of the matches and the stretches
+  // between them, in order. `text` must be valid UTF-8. Empty matches split nothing.
   template <class OnPiece>
-  void split(std::string_view text, MatchData& match_data, OnPiece&& on_piece) const;
+  void split(std::string_view text, MatchData& match_data, SplitBehavior behavior, OnPiece&& on_piece) const;
 
   // Whether the pattern matches at exactly `pos` (anchored there). `text` must be valid UTF-8.
   bool matches_at(std::string_view text, size_t pos, MatchData& match_data) const;
@@ -38,8 +40,8 @@ class Regex {
 };
 
 template <class OnPiece>
-void Regex::split(std::string_view text, MatchData& match_data, OnPiece&& on_piece) const {
-  size_t piece_start = 0;  // end of the last match
+void Regex::split(std::string_view text, MatchData& match_data, SplitBehavior behavior, OnPiece&& on_piece) const {
+  PieceMaker pieces(text, behavior, on_piece);
   size_t search_from = 0;
   size_t match_start = 0, match_end = 0;
   while (search_from < text.size() && find(text, search_from, match_data, match_start, match_end)) {
@@ -51,11 +53,10 @@ void Regex::split(std::string_view text, MatchData& match_data, OnPiece&& on_pie
       }
       continue;
     }
-    if (match_start > piece_start) on_piece(text.substr(piece_start, match_start - piece_start));
-    on_piece(text.substr(match_start, match_end - match_start));
-    piece_start = search_from = match_end;
+    pieces.match(match_start, match_end);
+    search_from = match_end;
   }
-  if (piece_start < text.size()) on_piece(text.substr(piece_start));
+  pieces.finish();
 }
 
 }  // namespace ditto

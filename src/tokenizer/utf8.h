@@ -32,6 +32,16 @@ inline size_t char_length(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
+// The code point of the character that starts at `pos`, in valid UTF-8.
+inline char32_t code_point_at(std::string_view text, size_t pos) {
+  const auto byte = [&](size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[pos + i])); };
+  const char32_t lead = byte(0);
+  if (lead < 0x80) return lead;
+  if (lead < 0xE0) return ((lead & 0x1F) << 6) | (byte(1) & 0x3F);
+  if (lead < 0xF0) return ((lead & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+  return ((lead & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+}
+
 // Offset where the character ending just before `end` starts, in valid UTF-8.
 inline size_t previous_char_start(std::string_view text, size_t end) {
   size_t pos = end - 1;

@@ -129,12 +129,20 @@ def test_sampled_tokens_with_a_seed_do_not_depend_on_the_batch(checkpoint, tmp_p
     """The same seed gives each prompt the same draws alone (--parallel 1) and among others, in any
     chunking; another seed gives other draws."""
     prompts = mixed_prompts(384, count=12, seed=4)
-    sampling = ["--temp", "1.3", "--top-k", "50", "--top-p", "0.95", "--repeat-penalty", "1.1", "--seed", "1234"]
+    sampling = ["--temp", "1.3", "--top-k", "50", "--top-p", "0.95", "--repeat-penalty", "1.1", "--logprobs", "3",
+                "--seed", "1234"]
     alone, _ = generate(checkpoint[0], prompts, tmp_path, *sampling, "-t", "1")
     batched, _ = generate(checkpoint[0], prompts, tmp_path, *sampling, "--parallel", "12", "--chunk", "4")
     assert alone == batched
     lines = [json.loads(line) for line in alone.splitlines()]
     assert all(line["seed"] == 1234 for line in lines)
+    for line in lines:  # the chosen token's logprob, and the three most likely tokens'
+        assert len(line["logprobs"]) == len(line["ids"])
+        for token, logprob in zip(line["ids"], line["logprobs"]):
+            top = dict(logprob["top"])
+            values = [value for _, value in logprob["top"]]
+            assert len(top) == 3 and values == sorted(values, reverse=True)
+            assert top[token] == logprob["logprob"] if token in top else logprob["logprob"] <= values[-1]
     other, _ = generate(checkpoint[0], prompts, tmp_path, *sampling[:-1], "99")
     assert [json.loads(line)["ids"] for line in other.splitlines()] != [line["ids"] for line in lines]
     greedy = [json.loads(line)["ids"] for line in generate(checkpoint[0], prompts, tmp_path)[0].splitlines()]

@@ -1,6 +1,7 @@
 """ditto's tokenizer against Hugging Face `tokenizers` loading the same tokenizer.json:
 encode equal id for id and decode equal, on 12,000 varied lines (ditto_testing.text_corpus),
-for the real Qwen3 file and for GPT-2 and Llama-3 style tokenizers built here with tokenizers."""
+for the real Qwen3 file, GPT-2 and Llama-3 style byte-level tokenizers built here with
+tokenizers, and SentencePiece-style ones (byte fallback) as Llama 2 and Mistral ship them."""
 import json
 import os
 import random
@@ -9,7 +10,7 @@ import pytest
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 import ditto
-from ditto_testing import text_corpus
+from ditto_testing import text_corpus, tokenizer_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QWEN3 = os.path.join(ROOT, "..", "shared", "data", "qwen3-tokenizer", "tokenizer.json")
@@ -65,7 +66,8 @@ def with_string_merges(json_text):
     return json.dumps(data)
 
 
-@pytest.fixture(scope="module", params=["qwen3", "gpt2-style", "gpt2-style-string-merges", "llama3-style"])
+@pytest.fixture(scope="module", params=["qwen3", "gpt2-style", "gpt2-style-string-merges", "llama3-style",
+                                        "llama2-style", "mistral-style"])
 def pair(request):
     """(ditto tokenizer, tokenizers tokenizer) loaded from the same JSON text."""
     if request.param == "qwen3":
@@ -73,6 +75,8 @@ def pair(request):
             json_text = f.read()
     elif request.param == "llama3-style":
         json_text = llama3_style().to_str()
+    elif request.param in ("llama2-style", "mistral-style"):
+        json_text = tokenizer_files.sentencepiece_style(request.param.split("-")[0]).to_str()
     else:
         json_text = gpt2_style().to_str()
         assert isinstance(json.loads(json_text)["model"]["merges"][0], list)
@@ -116,14 +120,22 @@ def test_encode_with_special_tokens_as_text_agrees(pair):
 
 def test_special_tokens_are_matched_in_text(pair):
     ours, theirs = pair
-    for content in ["<|im_end|>", "<mask>", "<|begin_of_text|>", "<|endoftext|>"]:
-        token_id = theirs.token_to_id(content)
+    special = {token.content: token_id for token_id, token in theirs.get_added_tokens_decoder().items() if token.special}
+    for content in ["<|im_end|>", "<mask>", "<|begin_of_text|>", "<|endoftext|>", "<s>", "[INST]"]:
+        token_id = special.get(content)
         if token_id is None:
             continue
         text = f"a {content} b"
         assert token_id in ours.encode(text)
         assert token_id not in ours.encode(text, allow_special=False)
         assert ours.encode(text) == theirs.encode(text, add_special_tokens=False).ids
+
+
+def test_encode_with_the_post_processor_agrees(pair):
+    """add_special_tokens=True: what the post-processor (TemplateProcessing) puts around the text."""
+    ours, theirs = pair
+    for line in CORPUS[:2000]:
+        assert ours.encode(line, add_special_tokens=True) == theirs.encode(line).ids, repr(line)
 
 
 def test_decode_agrees(pair):
@@ -154,7 +166,8 @@ def test_vocabulary_agrees(pair):
     assert ours.vocab_size == max(vocab.values()) + 1
     for token, token_id in vocab.items():
         assert ours.token_to_id(token) == token_id
-        assert ours.id_to_token(token_id) == token
+        # An added token matched after normalizing is spelled as the normalizer makes it.
+        assert ours.id_to_token(token_id) == theirs.id_to_token(token_id)
 
 
 def test_where_tokenizers_nfc_tables_are_out_of_date():

@@ -127,18 +127,26 @@ INSTANTIATE_TEST_SUITE_P(
                 [](json& f) {
                   f["pre_tokenizer"] = {{"type", "Sequence"},
                                         {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}},
-                                                            {"behavior", "Removed"}, {"invert", false}},
+                                                            {"behavior", "Contiguous"}, {"invert", false}},
                                                            {{"type", "ByteLevel"}, {"use_regex", false}}}}};
                 },
-                "behavior \"Removed\""},
+                "behavior \"Contiguous\""},
         Refusal{"pre_tokenizer_type",
                 [](json& f) {
                   f["pre_tokenizer"] = {{"type", "Sequence"},
                                         {"pretokenizers", {{{"type", "Whitespace"}}, {{"type", "ByteLevel"}}}}};
                 },
                 "pre_tokenizer \"Whitespace\""},
-        Refusal{"no_byte_level", [](json& f) { f["pre_tokenizer"] = {{"type", "Whitespace"}}; },
-                "does not end with ByteLevel"},
+        Refusal{"no_byte_level", [](json& f) { f["pre_tokenizer"] = nullptr; },
+                "BPE over characters without byte_fallback"},
+        Refusal{"byte_level_not_last",
+                [](json& f) {
+                  f["pre_tokenizer"] = {{"type", "Sequence"},
+                                        {"pretokenizers", {{{"type", "ByteLevel"}},
+                                                           {{"type", "Split"}, {"pattern", {{"String", " "}}},
+                                                            {"behavior", "Isolated"}}}}};
+                },
+                "ByteLevel before other steps"},
         Refusal{"prefix_space", [](json& f) { f["pre_tokenizer"]["add_prefix_space"] = true; }, "add_prefix_space"},
         Refusal{"bad_regex",
                 [](json& f) {
@@ -153,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"dropout", [](json& f) { f["model"]["dropout"] = 0.1; }, "dropout"},
         Refusal{"subword_prefix", [](json& f) { f["model"]["continuing_subword_prefix"] = "##"; },
                 "continuing_subword_prefix"},
-        Refusal{"decoder", [](json& f) { f["decoder"] = {{"type", "WordPiece"}}; }, "decoder \"WordPiece\""},
+        Refusal{"decoder", [](json& f) { f["decoder"] = {{"type", "WordPiece"}}; },
+                "a decoder other than ByteLevel with a ByteLevel pre_tokenizer"},
         Refusal{"post_processor", [](json& f) { f["post_processor"] = {{"type", "BertProcessing"}}; },
                 "post_processor \"BertProcessing\""},
         Refusal{"truncation", [](json& f) { f["truncation"] = {{"max_length", 8}}; }, "truncation"},
@@ -171,14 +180,19 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"not_json", [](json& f) { f = "{"; }, "top level that is not an object"}),
     [](const testing::TestParamInfo<Refusal>& info) { return info.param.name; });
 
-TEST(Tokenizer, PostProcessorsThatAddTokensAreAcceptedAndNotApplied) {
+// Llama 3.1's post-processor: ByteLevel (offsets only), then BOS before the text.
+TEST(Tokenizer, PostProcessorsAddTheirTokensOnlyWhenAsked) {
   json file = tiny_tokenizer({{"a", "b"}});
   file["added_tokens"] = {{{"id", 257}, {"content", "<s>"}, {"special", true}, {"normalized", false}}};
   file["post_processor"] = {
       {"type", "Sequence"},
       {"processors", {{{"type", "ByteLevel"}, {"trim_offsets", false}},
-                      {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}}}}}}};
-  EXPECT_EQ(Tokenizer::from_json(file.dump()).encode("ab"), (Ids{256}));
+                      {{"type", "TemplateProcessing"},
+                       {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}}}}}},
+                       {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {257}}, {"tokens", {"<s>"}}}}}}}}}};
+  const Tokenizer tokenizer = Tokenizer::from_json(file.dump());
+  EXPECT_EQ(tokenizer.encode("ab"), (Ids{256}));
+  EXPECT_EQ(tokenizer.encode("ab", true, /*add_special_tokens=*/true), (Ids{257, 256}));
   file["post_processor"]["processors"].push_back({{"type", "RobertaProcessing"}});
   EXPECT_THROW(Tokenizer::from_json(file.dump()), Error);
 }

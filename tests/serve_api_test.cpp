@@ -184,6 +184,8 @@ TEST(ServeApi, CompletionPromptsAndLogprobs) {
   ASSERT_EQ(text.prompts.size(), 1u);
   EXPECT_TRUE(text.prompts[0].is_text);
   EXPECT_EQ(text.prompts[0].text, "Once upon");
+  EXPECT_TRUE(text.add_special_tokens);  // vLLM's default for completions
+  EXPECT_FALSE(parse_completion_request(R"({"prompt": "a", "add_special_tokens": false})").add_special_tokens);
   EXPECT_FALSE(text.options.max_tokens.has_value());  // the service applies OpenAI's 16
   EXPECT_FALSE(text.options.sampling.logprobs);
 
@@ -226,12 +228,15 @@ TEST(ServeApi, MalformedCompletionRequestsAreRefused) {
       {R"({"prompt": "a", "best_of": 3})", "'best_of' other than 'n'", "best_of"},
       {R"({"prompt": ["a", "b", "c"], "n": 50})", "at most 128 choices", "n"},
       {R"({"prompt": "a", "max_tokens": -1})", "'max_tokens' must be between 1", "max_tokens"},
+      {R"({"prompt": "a", "add_special_tokens": 1})", "'add_special_tokens' must be a boolean", "add_special_tokens"},
   };
   for (const auto& c : cases) expect_refused(parse, c.body, c.fragment, c.param);
 }
 
 TEST(ServeApi, TokenizeAndDetokenize) {
   EXPECT_EQ(parse_tokenize_request(R"({"prompt": "hi"})").prompt, "hi");
+  EXPECT_TRUE(parse_tokenize_request(R"({"prompt": "hi"})").add_special_tokens);
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt": "hi", "add_special_tokens": false})").add_special_tokens);
   const TokenizeRequest chat_tokens =
       parse_tokenize_request(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false})");
   EXPECT_FALSE(chat_tokens.prompt.has_value());

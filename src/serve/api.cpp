@@ -300,6 +300,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
   if (const auto best_of = f.integer("best_of", 1, kMaxChoices); best_of && size_t(*best_of) != r.options.n)
     throw bad("best_of", "'best_of' other than 'n' is not supported");
   r.prompts = parse_prompts(f);
+  r.add_special_tokens = f.boolean("add_special_tokens", true);
   if (r.prompts.size() * r.options.n > kMaxChoices)
     throw bad("n", "a request may ask for at most " + std::to_string(kMaxChoices) + " choices (prompts times n)");
   return r;
@@ -311,7 +312,9 @@ TokenizeRequest parse_tokenize_request(std::string_view body) {
   TokenizeRequest r;
   r.model = f.string("model").value_or("");
   r.prompt = f.string("prompt");
-  if (!r.prompt) {
+  if (r.prompt) {
+    r.add_special_tokens = f.boolean("add_special_tokens", true);
+  } else {
     if (!f.get("messages")) throw bad("prompt", "give 'prompt' (text) or 'messages' (a conversation)");
     r.messages = parse_messages(f.array("messages"));
     if (const Json* tools = f.array("tools")) r.tools = *tools;

@@ -65,6 +65,7 @@ struct CompletionPrompt {
 struct CompletionRequest {
   GenerationOptions options;
   std::vector<CompletionPrompt> prompts;  // one or more: choice i * n + j is prompt i's choice j
+  bool add_special_tokens = true;         // vLLM's: text prompts get what the tokenizer adds (BOS)
 };
 
 // /tokenize: text, or a conversation rendered with the chat template.
@@ -75,6 +76,7 @@ struct TokenizeRequest {
   Json tools;
   Json template_variables;
   bool add_generation_prompt = true;
+  bool add_special_tokens = true;  // to a prompt (vLLM's default); a conversation's template has its own
 };
 
 struct DetokenizeRequest {

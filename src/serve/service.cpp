@@ -95,7 +95,8 @@ std::shared_ptr<Job> Service::complete(const CompletionRequest& request) {
   std::vector<std::vector<int32_t>> prompts;
   for (const CompletionPrompt& prompt : request.prompts) {
     try {
-      prompts.push_back(prompt.is_text ? tokenizer_.encode(prompt.text) : prompt.ids);
+      prompts.push_back(prompt.is_text ? tokenizer_.encode(prompt.text, /*allow_special=*/true, request.add_special_tokens)
+                                       : prompt.ids);
     } catch (const Error& e) {
       throw ApiError(400, e.what(), "prompt");
     }
@@ -108,7 +109,7 @@ Json Service::tokenize(const TokenizeRequest& request) const {
   std::vector<int32_t> tokens;
   if (request.prompt) {
     try {
-      tokens = tokenizer_.encode(*request.prompt);
+      tokens = tokenizer_.encode(*request.prompt, /*allow_special=*/true, request.add_special_tokens);
     } catch (const Error& e) {
       throw ApiError(400, e.what(), "prompt");
     }

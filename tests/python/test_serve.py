@@ -253,6 +253,33 @@ def test_metrics_count_what_happened(tiny):
         metrics['ditto_kv_blocks{state="total"}']
 
 
+def test_text_prompts_get_the_tokenizers_bos_as_vllm_adds_it(tmp_path):
+    """A tokenizer that puts BOS before a text (Llama 2's, Gemma's): /v1/completions and /tokenize
+    add it to a text prompt unless add_special_tokens is false (vLLM's defaults); a chat prompt
+    is the template's text alone."""
+    model = write_tiny_chat_model(tmp_path / MODEL, add_bos=True)
+    text = "The river runs to the sea"
+    with Server(model, "-t", "2") as server:
+        plain = call_json(server.url, "POST", "/tokenize", {"prompt": text, "add_special_tokens": False})[1]["tokens"]
+        tokens = call_json(server.url, "POST", "/tokenize", {"prompt": text})[1]["tokens"]
+        messages = [{"role": "user", "content": text}]
+        chat_tokens = call_json(server.url, "POST", "/tokenize", {"messages": messages})[1]["tokens"]
+        client = server.openai()
+        options = dict(model=MODEL, max_tokens=5, temperature=0, logprobs=1,
+                       extra_body={"return_tokens_as_token_ids": True})
+        from_text = client.completions.create(prompt=text, **options)
+        from_ids = client.completions.create(prompt=tokens, **options)
+        without = client.completions.create(prompt=text, **{**options, "extra_body": {
+            **options["extra_body"], "add_special_tokens": False}})
+        chat = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=1)
+    assert tokens == [1] + plain and 1 not in plain
+    # SmolLM2's BOS is <|im_start|>, which its template writes: no second one goes before it.
+    assert chat_tokens[:2] != [1, 1] and chat.usage.prompt_tokens == len(chat_tokens)
+    assert from_text.usage.prompt_tokens == len(tokens) and without.usage.prompt_tokens == len(plain)
+    assert from_text.choices[0].logprobs == from_ids.choices[0].logprobs
+    assert from_text.choices[0].logprobs != without.choices[0].logprobs
+
+
 def test_health_is_503_while_the_model_loads(tmp_path):
     """config.json is a pipe: the model loads only once the test writes it."""
     model = tmp_path / "model"

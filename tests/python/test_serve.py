@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -278,6 +279,32 @@ def test_text_prompts_get_the_tokenizers_bos_as_vllm_adds_it(tmp_path):
     assert from_text.usage.prompt_tokens == len(tokens) and without.usage.prompt_tokens == len(plain)
     assert from_text.choices[0].logprobs == from_ids.choices[0].logprobs
     assert from_text.choices[0].logprobs != without.choices[0].logprobs
+
+
+def test_a_client_that_stops_reading_loses_its_stream(tiny):
+    """--timeout 1: a streaming client that reads nothing holds a connection thread until the socket
+    buffers are full and one more second has passed; then its sequences are cancelled and their
+    blocks return to the pool, before they reach max_tokens."""
+    choices, max_tokens = 16, 900
+    with Server(tiny, "-t", "2", "--timeout", "1", "--parallel", str(choices)) as server:
+        body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Talk."}], "n": choices,
+                           "max_tokens": max_tokens, "temperature": 1.0, "ignore_eos": True, "logprobs": True,
+                           "top_logprobs": 20, "stream": True}).encode()
+        port = int(server.url.rsplit(":", 1)[1])
+        with socket.socket() as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: no window scaling
+            client.connect(("127.0.0.1", port))
+            client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            assert client.recv(12, socket.MSG_WAITALL) == b"HTTP/1.1 200"  # and not a byte more
+            deadline = time.monotonic() + 60  # without a write timeout: never
+            cancelled = 'ditto_sequences_finished_total{finish_reason="cancelled"}'
+            while (metrics := scrape(server)).get(cancelled, 0) < choices:
+                assert time.monotonic() < deadline, metrics
+                time.sleep(0.2)
+    assert metrics["ditto_sequences_total"] == choices
+    assert metrics["ditto_generated_tokens_total"] < choices * max_tokens
+    assert metrics["ditto_sequences_running"] == 0 and metrics['ditto_kv_blocks{state="used"}'] == 0
 
 
 def test_health_is_503_while_the_model_loads(tmp_path):

@@ -172,15 +172,23 @@ TEST_F(SchedulerThreadTest, CancelDropsAWaitingRequest) {
   running.get_future().wait();
   const auto b = scheduler.submit(request({4, 5, 6}, 2, 1.0, 77), nullptr,
                                   [&](Generation g) { second.set_value(std::move(g)); });
+  GenerationRequest greedy = request({7, 8}, 2);
+  greedy.sampling.seed.reset();  // a greedy request has none (the 1 left in its storage must not show)
+  std::promise<Generation> third;
+  const auto c = scheduler.submit(greedy, nullptr, [&](Generation g) { third.set_value(std::move(g)); });
   const SchedulerThread::Status status = scheduler.status();  // as of the last step: `a` may count as waiting
-  EXPECT_GE(status.waiting, 1u);
-  EXPECT_EQ(status.waiting + status.running, 2u);
+  EXPECT_GE(status.waiting, 2u);
+  EXPECT_EQ(status.waiting + status.running, 3u);
   scheduler.cancel(b);
+  scheduler.cancel(c);
   go_on.set_value();
   const Generation dropped = second.get_future().get();
   EXPECT_EQ(dropped.stop, StopReason::Cancelled);
   EXPECT_TRUE(dropped.ids.empty());
   EXPECT_EQ(dropped.seed, 77u);
+  const Generation dropped_greedy = third.get_future().get();
+  EXPECT_EQ(dropped_greedy.stop, StopReason::Cancelled);
+  EXPECT_EQ(dropped_greedy.seed, 0u);
   scheduler.cancel(a);
   EXPECT_EQ(first.get_future().get().stop, StopReason::Cancelled);
   ASSERT_TRUE(scheduler.wait_idle(10s));

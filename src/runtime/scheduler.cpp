@@ -59,7 +59,7 @@ void Scheduler::cancel(size_t request) {
   const auto waiting = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w.first == request; });
   if (waiting != waiting_.end()) {
     Generation result;
-    result.seed = *waiting->second.sampling.seed;
+    result.seed = waiting->second.sampling.seed.value_or(0);  // none: greedy
     result.stop = StopReason::Cancelled;
     waiting_.erase(waiting);
     if (on_finish_) on_finish_(request, std::move(result));

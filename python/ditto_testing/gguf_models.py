@@ -82,9 +82,11 @@ def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, h
     writer.close()
 
 
-def copy_tokenizer(source_path):
-    """A `tokenizer` argument for write_llama_gguf: every tokenizer.* field of another GGUF file."""
+def copy_tokenizer(source_path, replace=None):
+    """A `tokenizer` argument for write_llama_gguf: every tokenizer.* field of another GGUF file,
+    with the scalar values in `replace` ({name: value}) instead of the file's."""
     reader = gguf.GGUFReader(str(source_path))
+    replace = replace or {}
 
     def add(writer):
         for name, field in reader.fields.items():
@@ -94,7 +96,7 @@ def copy_tokenizer(source_path):
             if value_type == gguf.GGUFValueType.ARRAY:
                 writer.add_array(name, field.contents())
             else:
-                writer.add_key_value(name, field.contents(), value_type)
+                writer.add_key_value(name, replace.get(name, field.contents()), value_type)
 
     return add
 

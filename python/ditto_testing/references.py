@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULES = ("numpy", "torch", "transformers", "safetensors", "tokenizers", "gguf", "llama_cpp")
+MODULES = ("numpy", "torch", "transformers", "safetensors", "tokenizers", "gguf", "llama_cpp",
+           "uvicorn")  # uvicorn: llama.cpp's server (bench/serve_load.py)
 
 
 def ensure():

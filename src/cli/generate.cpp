@@ -132,7 +132,8 @@ void run_generate(const GenerateOptions& o) {
   const auto print_ids = [](const std::vector<int32_t>& ids) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
   };
-  const auto on_token = [&, first = true](size_t p, int32_t token) mutable {
+  const auto on_token = [&, first = true](size_t p, const SampledToken& sampled) mutable {
+    const int32_t token = sampled.token;
     std::string shown;
     if (texts[p]) shown = texts[p]->stops.push(texts[p]->decoder.push(token));
     if (stream) {

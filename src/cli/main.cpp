@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   ditto::cli::register_inspect(app);
   ditto::cli::register_template(app);
   ditto::cli::register_chat(app);
+  ditto::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

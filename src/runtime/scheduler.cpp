@@ -32,7 +32,7 @@ Scheduler::Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallbac
                 std::to_string(options_.max_sequences) + " sequences");
 }
 
-size_t Scheduler::submit(GenerationRequest request) {
+GenerationRequest Scheduler::check(GenerationRequest request) const {
   const ModelConfig& config = engine_.model().config();
   const size_t limit = request.max_length ? std::min(request.max_length, config.max_positions) : config.max_positions;
   if (request.prompt.empty()) throw Error("the prompt is empty");
@@ -53,8 +53,26 @@ size_t Scheduler::submit(GenerationRequest request) {
   if (needed > pool.blocks)
     throw Error("the request needs up to " + std::to_string(needed) + " KV blocks and the pool has " +
                 std::to_string(pool.blocks) + ": give the cache more memory or ask for fewer tokens");
-  waiting_.emplace_back(submitted_, std::move(request));
+  return request;
+}
+
+size_t Scheduler::submit(GenerationRequest request) {
+  waiting_.emplace_back(submitted_, check(std::move(request)));
   return submitted_++;
+}
+
+void Scheduler::cancel(size_t request) {
+  const auto waiting = std::find_if(waiting_.begin(), waiting_.end(), [&](const auto& w) { return w.first == request; });
+  if (waiting != waiting_.end()) {
+    Generation result;
+    result.seed = waiting->second.sampling.seed.value_or(0);  // none: greedy
+    result.stop = StopReason::Cancelled;
+    waiting_.erase(waiting);
+    if (on_finish_) on_finish_(request, std::move(result));
+    return;
+  }
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (running_[i].number == request) return finish(i, StopReason::Cancelled);
 }
 
 // Blocks a running request may still take: the rest of what it may fill, and a copy of the
@@ -130,9 +148,9 @@ void Scheduler::step() {
     if (r.result.ids.empty()) r.first_token = std::chrono::steady_clock::now();
     r.result.ids.push_back(token);
     r.history.push_back(token);
-    if (r.request.sampling.logprobs) r.result.sampled.push_back(std::move(sampled));
     r.result.step_hashes.push_back(step.value());
-    const bool go_on = !on_token_ || on_token_(r.number, token);
+    const bool go_on = !on_token_ || on_token_(r.number, sampled);
+    if (r.request.sampling.logprobs) r.result.sampled.push_back(std::move(sampled));
     const bool stop = std::binary_search(r.request.stop_tokens.begin(), r.request.stop_tokens.end(), token);
     if (!go_on) finished.emplace_back(owner[t], StopReason::Stopped);
     else if (r.result.ids.size() == r.request.max_tokens) finished.emplace_back(owner[t], StopReason::MaxTokens);
@@ -147,6 +165,7 @@ void Scheduler::step() {
 void Scheduler::finish(size_t index, StopReason reason) {
   Running& r = running_[index];
   const auto now = std::chrono::steady_clock::now();
+  if (r.result.ids.empty()) r.first_token = now;  // cancelled before its first token
   r.result.stop = reason;
   r.result.logits_hash = r.logits_hash.value();
   r.result.prefill_seconds = seconds_between(r.started, r.first_token);

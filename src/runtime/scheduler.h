@@ -21,7 +21,8 @@ struct GenerationRequest {
   SamplingParams sampling{.temperature = 0.0};  // greedy unless asked; sampling without a seed draws one
 };
 
-enum class StopReason { MaxTokens, StopToken, ContextFull, Stopped };  // Stopped: by the token callback
+// Stopped: by the token callback; Cancelled: by cancel(), before its end.
+enum class StopReason { MaxTokens, StopToken, ContextFull, Stopped, Cancelled };
 
 struct Generation {
   std::vector<int32_t> ids;
@@ -49,8 +50,9 @@ struct SchedulerOptions {
 // the position. What a request gets does not depend on the others: the engine's contract.
 class Scheduler {
  public:
-  // Sees each token as it is chosen; returning false ends the request there (a stop string).
-  using TokenCallback = std::function<bool(size_t request, int32_t token)>;
+  // Sees each token as it is chosen (with its logprobs if the request asked for them); returning
+  // false ends the request there (a stop string).
+  using TokenCallback = std::function<bool(size_t request, const SampledToken& token)>;
   using FinishCallback = std::function<void(size_t request, Generation generation)>;
 
   Scheduler(BatchEngine& engine, SchedulerOptions options, TokenCallback on_token, FinishCallback on_finish);
@@ -59,11 +61,20 @@ class Scheduler {
   // ditto::Error for an empty prompt, one that leaves no room to generate in max_length or could
   // never fit in the pool, or bad sampling parameters.
   size_t submit(GenerationRequest request);
+  // What submit() checks, and the request as it will run (max_length set, a seed drawn if
+  // missing). Reads only what never changes (the model, the pool's size): any thread may call it.
+  GenerationRequest check(GenerationRequest request) const;
+  // Ends a waiting or running request now (its blocks return to the pool) and hands what it
+  // generated to the finish callback with StopReason::Cancelled. Unknown or finished requests
+  // are ignored. Not from within a callback: the token callback returns false instead.
+  void cancel(size_t request);
   // One forward pass (nothing if idle).
   void step();
   // Steps until every request is done.
   void run();
   bool idle() const { return waiting_.empty() && running_.empty(); }
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
 
  private:
   struct Running {

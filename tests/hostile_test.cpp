@@ -97,7 +97,7 @@ TEST(HostileSizes, SessionsAndRequestsCannotAskPastTheContext) {
   options.kv_blocks = kv_blocks_for_sequences(1, 40, options.block_size);
   BatchEngine engine(model, options);
   Generation result;
-  Scheduler scheduler(engine, {1, 0, 0}, [](size_t, int32_t) { return true; },
+  Scheduler scheduler(engine, {1, 0, 0}, [](size_t, const SampledToken&) { return true; },
                       [&](size_t, Generation g) { result = std::move(g); });
   GenerationRequest request;
   request.prompt = {1, 2, 3};

@@ -36,7 +36,7 @@ from ditto_testing import references  # noqa: E402
 
 references.ensure()
 from ditto_testing.models import smollm2_gguf  # noqa: E402
-from ditto_testing.serve import DITTO, Server, call, call_json, event_stream  # noqa: E402
+from ditto_testing.serve import DITTO, Server, call, call_json, event_stream, wait_until_answers  # noqa: E402
 
 CONCURRENCY = (1, 4, 16)
 WORDS = ("time person year way day thing man world life hand part child eye woman place work week case point "
@@ -56,19 +56,12 @@ class External:
         self.log = open(f"/tmp/ditto-bench/{os.path.basename(command[0])}-{port}.log", "w")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                         start_new_session=True)
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{command[0]} exited with {self.process.returncode}; see {self.log.name}")
-            try:
-                if call(self.url, "GET", "/v1/models", timeout=5)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{command[0]} was not ready in {ready_timeout} s; see {self.log.name}")
-            time.sleep(1)
+        try:
+            wait_until_answers(self.process, self.url, "/v1/models", ready_timeout, 1, command[0],
+                               lambda: f"see {self.log.name}")
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self):
         if self.process.poll() is None:

@@ -32,6 +32,22 @@ def call(url, method, path, body=None, headers=None, timeout=300):
         connection.close()
 
 
+def wait_until_answers(process, url, path, timeout, interval, name, log, status=200):
+    """Returns once GET `path` answers `status`; raises RuntimeError (with `log()`) if the process
+    exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}: {log()}")
+        try:
+            if call(url, "GET", path, timeout=10)[0] == status:
+                return
+        except OSError:
+            pass
+        time.sleep(interval)
+    raise RuntimeError(f"{name} did not answer {path} with {status} in {timeout} s: {log()}")
+
+
 def call_json(url, method, path, body=None, headers=None):
     status, text = call(url, method, path, body, headers)
     return status, json.loads(text)
@@ -107,17 +123,12 @@ class Server:
         return self
 
     def wait_ready(self):
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"ditto serve exited with {self.process.returncode}: {self.log}")
-            try:
-                if call(self.url, "GET", "/health", timeout=10)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"ditto serve was not ready in {self.ready_timeout} s: {self.log}")
+        self.wait_health(200)
+
+    def wait_health(self, status):
+        """Waits until /health answers `status` (200 ready, 503 loading or shutting down)."""
+        wait_until_answers(self.process, self.url, "/health", self.ready_timeout, 0.01, "ditto serve", lambda: self.log,
+                           status)
 
     @property
     def log(self):

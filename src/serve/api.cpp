@@ -255,6 +255,12 @@ std::vector<CompletionPrompt> parse_prompts(const Fields& f) {
   return prompts;
 }
 
+// chat_template_kwargs: the variables a chat template gets besides the conversation.
+Json template_variables(const Fields& f) {
+  const Json* variables = f.object("chat_template_kwargs");
+  return variables ? *variables : Json::object();
+}
+
 }  // namespace
 
 ApiError::ApiError(int status, const std::string& message, std::string param, std::string code)
@@ -279,8 +285,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     throw bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
   r.messages = parse_messages(f.array("messages"));
   if (const Json* tools = f.array("tools")) r.tools = *tools;
-  r.template_variables = Json::object();
-  if (const Json* variables = f.object("chat_template_kwargs")) r.template_variables = *variables;
+  r.template_variables = template_variables(f);
   return r;
 }
 
@@ -320,8 +325,7 @@ TokenizeRequest parse_tokenize_request(std::string_view body) {
     if (const Json* tools = f.array("tools")) r.tools = *tools;
     r.add_generation_prompt = f.boolean("add_generation_prompt", true);
   }
-  r.template_variables = Json::object();
-  if (const Json* variables = f.object("chat_template_kwargs")) r.template_variables = *variables;
+  r.template_variables = template_variables(f);
   return r;
 }
 

@@ -183,22 +183,25 @@ TEST(Simd, AttentionMatchesReference) {
   for (DType cache_dtype : {DType::F32, DType::BF16, DType::F16}) {
     for (Shape s : {Shape{1, 1, 16, 0, 1}, Shape{4, 2, 64, 0, 37}, Shape{8, 2, 128, 19, 13}, Shape{3, 1, 32, 100, 1},
                     Shape{2, 2, 24, 5, 7}, Shape{6, 3, 48, 16, 17}}) {
-      for (size_t block_size : {1, 5, 16}) {
+      // Windows: none, one key, shorter than a block, across blocks, longer than every row.
+      for (const auto& [block_size, window] : {std::pair<size_t, size_t>{1, 0}, {5, 0}, {16, 0}, {5, 1}, {5, 3}, {16, 7},
+                                              {16, 21}, {1, 1000}}) {
         // Two sequences: one prefilling `rows` rows after first_pos, one decoding at a prime depth.
         const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, block_size, {s.first_pos + s.rows, 23}, 11);
         std::vector<ref::AttentionRow> rows;
         for (size_t t = 0; t < s.rows; ++t) rows.push_back({cache.tables[0].data(), s.first_pos + t});
         rows.push_back({cache.tables[1].data(), 22});
         const auto q = random_floats(rows.size() * s.heads * s.head_dim, 13, 3.0f);
+        const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
         std::vector<float> expected(q.size());
-        ref::attention(q.data(), rows, cache.view, s.heads, expected.data(), 1);
+        ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
         for_each_target([&] {
           for (int threads : {1, 2, 4}) {
             std::vector<float> got(q.size());
-            kernels::attention(q.data(), rows, cache.view, s.heads, got.data(), threads);
+            kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
             ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
                                                   << s.head_dim << " rows " << s.rows << " block " << block_size
-                                                  << " threads " << threads;
+                                                  << " window " << window << " threads " << threads;
           }
         });
       }
@@ -218,13 +221,47 @@ TEST(Simd, AttentionDoesNotDependOnWhereBlocksLie) {
     for (const std::vector<size_t>& lengths : {std::vector<size_t>{length}, std::vector<size_t>{length, 7, length}}) {
       const PagedCache cache(DType::F32, kv_heads, head_dim, block_size, lengths, 11);
       const ref::AttentionRow row{cache.tables[0].data(), length - 1};
+      const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(head_dim))};
       std::vector<float> out(q.size());
       for_each_target([&] {
-        kernels::attention(q.data(), std::span(&row, 1), cache.view, heads, out.data(), 2);
+        kernels::attention(q.data(), std::span(&row, 1), cache.view, heads, params, out.data(), 2);
         if (first.empty()) first = out;
         ASSERT_TRUE(same_bits(out, first)) << "block size " << block_size << ", sequences " << lengths.size();
       });
     }
+}
+
+// A window of W keys means exactly the last W positions: a row at position p with a window
+// gives the bits of a row at position W - 1 of a sequence that holds only positions p - W + 1 .. p.
+TEST(Simd, AttentionWindowSeesTheLastPositionsOnly) {
+  const size_t heads = 4, kv_heads = 2, head_dim = 32, length = 40, window = 13, block_size = 5;
+  const PagedCache cache(DType::F32, kv_heads, head_dim, block_size, {length}, 17);
+  const size_t first = length - window;
+  // The same keys and values, positions first .. length-1 moved to 0 .. window-1.
+  PagedCache tail(DType::F32, kv_heads, head_dim, block_size, {window}, 19);
+  const size_t row_bytes = head_dim * sizeof(float);
+  for (size_t i = 0; i < window; ++i)
+    for (size_t h = 0; h < kv_heads; ++h)
+      for (void* ref::KVLayerView::*part : {&ref::KVLayerView::k, &ref::KVLayerView::v}) {
+        const size_t j = first + i;
+        std::memcpy(static_cast<unsigned char*>(tail.view.*part) +
+                        tail.view.offset(tail.tables[0][i / block_size], h, i % block_size),
+                    static_cast<const unsigned char*>(cache.view.*part) +
+                        cache.view.offset(cache.tables[0][j / block_size], h, j % block_size),
+                    row_bytes);
+      }
+  const auto q = random_floats(heads * head_dim, 23, 3.0f);
+  const float scale = ref::AttentionParams::inverse_sqrt_scale(double(head_dim));
+  const ref::AttentionRow windowed{cache.tables[0].data(), length - 1}, whole{tail.tables[0].data(), window - 1};
+  std::vector<float> expected(q.size()), got(q.size());
+  ref::attention(q.data(), std::span(&whole, 1), tail.view, heads, {scale, 0}, expected.data(), 1);
+  for_each_target([&] {
+    kernels::attention(q.data(), std::span(&windowed, 1), cache.view, heads, {scale, window}, got.data(), 2);
+    ASSERT_TRUE(same_bits(got, expected));
+  });
+  // And the window changes the answer: without it the row sees all 40 positions.
+  kernels::attention(q.data(), std::span(&windowed, 1), cache.view, heads, {scale, 0}, got.data(), 2);
+  EXPECT_FALSE(same_bits(got, expected));
 }
 
 // The sampler's kernels over a row of logits: exact results, so every target must give the

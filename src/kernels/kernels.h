@@ -13,7 +13,7 @@ void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float e
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
-               float* out, int threads);
+               const ref::AttentionParams& params, float* out, int threads);
 
 // Over one row of logits, for the sampler (ref/kernels.h says what each computes).
 float block_max(const float* x, size_t n, float* maxima);

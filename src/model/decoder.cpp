@@ -53,6 +53,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       observer->observe(layer, name, batch.positions, values->data(), values->size() / rows);
   };
 
+  const ref::AttentionParams attention{ref::AttentionParams::inverse_sqrt_scale(double(c.head_dim))};
   for (size_t t = 0; t < rows; ++t) {
     kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
     kernels::rope_angles(c.rope_theta, c.head_dim, batch.positions[t], &cos[t * c.head_dim / 2],
@@ -76,7 +77,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       cache[l].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this pass's keys and values back from the cache.
-    kernels::attention(q.data(), batch.attention, cache[l], c.heads, attended.data(), threads);
+    kernels::attention(q.data(), batch.attention, cache[l], c.heads, attention, attended.data(), threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
     // q and k as attention read them: after their norm (Qwen3) and RoPE.

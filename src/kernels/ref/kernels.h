@@ -52,17 +52,31 @@ struct KVLayerView {
 };
 
 // A query row of attention: it sits at `position` of its sequence and attends to that
-// sequence's positions 0 .. position, position p being in slot p % block_size of block
-// blocks[p / block_size]. Those positions must already be written.
+// sequence's positions up to `position` (AttentionParams says from which), position p being in
+// slot p % block_size of block blocks[p / block_size]. Those positions must already be written;
+// blocks before the first position attended are not read.
 struct AttentionRow {
   const uint32_t* blocks;
   size_t position;
 };
 
+// How a layer attends: scores are multiplied by `scale` (1 / sqrt(head_dim) unless the family
+// says otherwise), and a row at position p sees positions max(0, p - window + 1) .. p, or every
+// position 0 .. p when window is 0 (a sliding window of `window` keys, as transformers has it).
+struct AttentionParams {
+  float scale = 1.0f;
+  size_t window = 0;
+
+  // The scale 1 / sqrt(d) rounded to f32: transformers' default with d = head_dim.
+  static float inverse_sqrt_scale(double d);
+  // The first position a row at `position` attends to.
+  size_t first_key(size_t position) const { return window != 0 && position >= window ? position + 1 - window : 0; }
+};
+
 // Causal attention with GQA over the paged cache. q and out are rows x (heads * head_dim);
 // query head h reads kv head h / (heads / kv_heads). Rows may belong to different sequences.
-void attention(const float* q, std::span<const AttentionRow> rows, const KVLayerView& cache, size_t heads, float* out,
-               int threads);
+void attention(const float* q, std::span<const AttentionRow> rows, const KVLayerView& cache, size_t heads,
+               const AttentionParams& params, float* out, int threads);
 
 }  // namespace ditto::ref
 

@@ -79,11 +79,22 @@ HWY_INLINE void ScoreKeys(DF d, const float* const* q, const unsigned char* keys
     for (size_t h = 0; h < NH; ++h) probs[h][at + i] = FoldLanes(lanes[i][h]) * scale;
 }
 
-// out[h][d] = the fma chain over keys of probs[h][j] * v_j[d], per dimension, j in increasing
-// order whatever block holds it.
+// Calls visit(start, count) for the runs of positions first .. end-1 that share a block of the
+// cache: position start + s is slot start % block_size + s of block blocks[start / block_size].
+template <class Visit>
+HWY_INLINE void ForEachBlockRun(size_t first, size_t end, size_t block_size, const Visit& visit) {
+  for (size_t start = first; start < end;) {
+    const size_t count = std::min(block_size - start % block_size, end - start);
+    visit(start, count);
+    start += count;
+  }
+}
+
+// out[h][d] = the fma chain over keys of probs[h][j - first] * v_j[d], per dimension, over
+// positions j = first .. end-1 in increasing order whatever block holds them.
 template <size_t NH>
 HWY_INLINE void WeightedValues(DF d, const float* const* probs, const ref::KVLayerView& cache, const uint32_t* blocks,
-                               size_t kv, size_t keys, float* const* out) {
+                               size_t kv, size_t first, size_t end, float* const* out) {
   const size_t element = dtype_size(cache.dtype), head_dim = cache.head_dim;
   const auto* v_base = static_cast<const unsigned char*>(cache.v);
   for (size_t d0 = 0; d0 < head_dim; d0 += kOutputVectors * kLanesF) {
@@ -91,56 +102,54 @@ HWY_INLINE void WeightedValues(DF d, const float* const* probs, const ref::KVLay
     VF acc[NH][kOutputVectors];
     for (auto& head : acc)
       for (auto& a : head) a = hn::Zero(d);
-    for (size_t first = 0; first < keys; first += cache.block_size) {
-      const unsigned char* block = v_base + cache.offset(blocks[first / cache.block_size], kv, 0) + d0 * element;
-      const size_t in_block = std::min(cache.block_size, keys - first);
-      for (size_t s = 0; s < in_block; ++s) {
+    ForEachBlockRun(first, end, cache.block_size, [&](size_t start, size_t count) {
+      const unsigned char* run =
+          v_base + cache.offset(blocks[start / cache.block_size], kv, start % cache.block_size) + d0 * element;
+      for (size_t s = 0; s < count; ++s) {
         VF p[NH];
-        for (size_t h = 0; h < NH; ++h) p[h] = hn::Set(d, probs[h][first + s]);
-        const unsigned char* vj = block + s * head_dim * element;
+        for (size_t h = 0; h < NH; ++h) p[h] = hn::Set(d, probs[h][start - first + s]);
+        const unsigned char* vj = run + s * head_dim * element;
         for (size_t v = 0; v < kOutputVectors; ++v) {
           if (v >= vectors) break;
           const VF values = LoadWidened(d, cache.dtype, vj + v * kLanesF * element);
           for (size_t h = 0; h < NH; ++h) acc[h][v] = hn::MulAdd(p[h], values, acc[h][v]);
         }
       }
-    }
+    });
     for (size_t h = 0; h < NH; ++h)
       for (size_t v = 0; v < vectors; ++v) hn::StoreU(acc[h][v], d, out[h] + d0 + v * kLanesF);
   }
 }
 
-// NH query heads that share kv head `kv`, for one query row that sees `keys` keys.
+// NH query heads that share kv head `kv`, for one query row that sees positions first .. end-1.
 template <size_t NH>
 void AttendHeads(DF d, const float* const* q, const ref::KVLayerView& cache, const uint32_t* blocks, size_t kv,
-                 size_t keys, float scale, float* const* probs, float* const* out) {
+                 size_t first, size_t end, float scale, float* const* probs, float* const* out) {
   const size_t element = dtype_size(cache.dtype);
   const auto* k_base = static_cast<const unsigned char*>(cache.k);
-  for (size_t first = 0; first < keys; first += cache.block_size) {
-    const unsigned char* block = k_base + cache.offset(blocks[first / cache.block_size], kv, 0);
-    const size_t in_block = std::min(cache.block_size, keys - first);
-    const size_t key_bytes = cache.head_dim * element;
+  const size_t key_bytes = cache.head_dim * element;
+  ForEachBlockRun(first, end, cache.block_size, [&](size_t start, size_t count) {
+    const unsigned char* run = k_base + cache.offset(blocks[start / cache.block_size], kv, start % cache.block_size);
+    const size_t at = start - first;
     size_t s = 0;
-    for (; s + kKeysPerStep <= in_block; s += kKeysPerStep)
-      ScoreKeys<NH, kKeysPerStep>(d, q, block + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, first + s);
-    for (; s < in_block; ++s)
-      ScoreKeys<NH, 1>(d, q, block + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, first + s);
-  }
-  for (size_t h = 0; h < NH; ++h) Softmax(d, probs[h], keys);
-  WeightedValues<NH>(d, probs, cache, blocks, kv, keys, out);
+    for (; s + kKeysPerStep <= count; s += kKeysPerStep)
+      ScoreKeys<NH, kKeysPerStep>(d, q, run + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, at + s);
+    for (; s < count; ++s) ScoreKeys<NH, 1>(d, q, run + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, at + s);
+  });
+  for (size_t h = 0; h < NH; ++h) Softmax(d, probs[h], end - first);
+  WeightedValues<NH>(d, probs, cache, blocks, kv, first, end, out);
 }
 
 void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
-               float* out, int threads) {
+               const ref::AttentionParams& params, float* out, int threads) {
   const size_t head_dim = cache.head_dim, kv_heads = cache.kv_heads;
-  if (head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, out, threads);
+  if (head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, params, out, threads);
   const DF d;
   const size_t group = heads / kv_heads;
   const size_t passes = (group + kHeadsPerPass - 1) / kHeadsPerPass;
-  const float scale = float(1.0 / std::sqrt(double(head_dim)));
   const size_t width = heads * head_dim;
   size_t max_keys = 0;
-  for (const ref::AttentionRow& row : rows) max_keys = std::max(max_keys, row.position + 1);
+  for (const ref::AttentionRow& row : rows) max_keys = std::max(max_keys, row.position + 1 - params.first_key(row.position));
   // One job: a query row, a kv head and up to kHeadsPerPass of its query heads.
   parallel_for(threads, rows.size() * kv_heads * passes, [&](size_t job_begin, size_t job_end) {
     std::vector<float> probs_storage(kHeadsPerPass * max_keys);
@@ -148,7 +157,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
       const size_t t = job / (kv_heads * passes), kv = job / passes % kv_heads, pass = job % passes;
       const size_t first_head = kv * group + pass * kHeadsPerPass;
       const size_t nh = std::min(kHeadsPerPass, kv * group + group - first_head);
-      const size_t keys = rows[t].position + 1;
+      const size_t first = params.first_key(rows[t].position), end = rows[t].position + 1;
       const float* q_heads[kHeadsPerPass];
       float* probs[kHeadsPerPass];
       float* out_heads[kHeadsPerPass];
@@ -159,17 +168,17 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
         out_heads[h] = out + t * width + head * head_dim;
       }
       if (nh == kHeadsPerPass)
-        AttendHeads<kHeadsPerPass>(d, q_heads, cache, rows[t].blocks, kv, keys, scale, probs, out_heads);
+        AttendHeads<kHeadsPerPass>(d, q_heads, cache, rows[t].blocks, kv, first, end, params.scale, probs, out_heads);
       else
-        AttendHeads<1>(d, q_heads, cache, rows[t].blocks, kv, keys, scale, probs, out_heads);
+        AttendHeads<1>(d, q_heads, cache, rows[t].blocks, kv, first, end, params.scale, probs, out_heads);
     }
   });
 }
 
 #else
 void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
-               float* out, int threads) {
-  ref::attention(q, rows, cache, heads, out, threads);
+               const ref::AttentionParams& params, float* out, int threads) {
+  ref::attention(q, rows, cache, heads, params, out, threads);
 }
 #endif  // DITTO_SIMD_HAS_FMA
 }  // namespace ditto::HWY_NAMESPACE
@@ -181,8 +190,8 @@ namespace ditto::kernels {
 HWY_EXPORT(Attention);
 
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
-               float* out, int threads) {
-  HWY_DYNAMIC_DISPATCH(Attention)(q, rows, cache, heads, out, threads);
+               const ref::AttentionParams& params, float* out, int threads) {
+  HWY_DYNAMIC_DISPATCH(Attention)(q, rows, cache, heads, params, out, threads);
 }
 
 }  // namespace ditto::kernels

@@ -12,6 +12,8 @@ void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int thre
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out);
+void softcap(float* x, size_t n, float cap);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads);
 

@@ -147,12 +147,13 @@ struct ModelCase {
   DType cache;
 };
 
-TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch) {
+TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch, size_t layers = 2) {
   TinyConfig c;
   c.dtype = dtype;
   c.head_dim = head_dim;
   c.kv_heads = kv_heads;
   c.arch = arch;
+  c.layers = layers;
   return c;
 }
 
@@ -164,6 +165,9 @@ const ModelCase kModels[] = {
      [] { return Model::load(testing::write_checkpoint(with(DType::F32, 16, 1, "llama"), "batch-f32")); },
      DType::BF16},
     {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes())); },
+     DType::F32},
+    // Windows of 8 in two of three layers: sequences of up to 90 positions read past them.
+    {"gemma3_bf16", [] { return Model::load(testing::write_checkpoint(with(DType::BF16, 16, 2, "gemma3_text", 3), "batch-gemma3")); },
      DType::F32},
 };
 

@@ -99,11 +99,29 @@ TinyConfig qwen3_f16() {
   return c;
 }
 
+// Three layers: sliding window, global, sliding window; prompts of 40 to 100 run past the window.
+TinyConfig gemma3_bf16() {
+  TinyConfig c;
+  c.arch = "gemma3_text";
+  c.layers = 3;
+  return c;
+}
+
+TinyConfig gemma3_mqa_tied_f32() {
+  TinyConfig c = gemma3_bf16();
+  c.kv_heads = 1;
+  c.tied = true;
+  c.dtype = DType::F32;
+  return c;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                          ::testing::Values(ModelCase{"qwen3_bf16", TinyConfig{}, DType::F32},
                                            ModelCase{"qwen3_bf16_cache_bf16", TinyConfig{}, DType::BF16},
                                            ModelCase{"llama_tied_f32_cache_f16", llama_tied_f32(), DType::F16},
-                                           ModelCase{"qwen3_f16", qwen3_f16(), DType::F32}),
+                                           ModelCase{"qwen3_f16", qwen3_f16(), DType::F32},
+                                           ModelCase{"gemma3_bf16", gemma3_bf16(), DType::F32},
+                                           ModelCase{"gemma3_mqa_tied_f32_cache_bf16", gemma3_mqa_tied_f32(), DType::BF16}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The bits of the default tiny model, pinned: a change here means ditto computes a different
@@ -117,6 +135,19 @@ TEST(GoldenHash, TinyQwen3LogitsArePinnedOnEveryTarget) {
     LogitsHash hash;
     hash.update(logits.data(), logits.size());
     EXPECT_EQ(hash.hex(), "0cefd75b70cdbd05");
+  });
+}
+
+// The same for the tiny Gemma 3 model: its GELU-tanh, norms, windows, two RoPE bases, query
+// scale and softcap all take part.
+TEST(GoldenHash, TinyGemma3LogitsArePinnedOnEveryTarget) {
+  const auto model = Model::load(testing::write_checkpoint(gemma3_bf16(), "golden-gemma3"));
+  testing::for_each_target([&] {
+    Session session(model, {64, DType::F32, 2});
+    const auto logits = session.prefill(prompt_of(33, TinyConfig{}.vocab), Logits::All);
+    LogitsHash hash;
+    hash.update(logits.data(), logits.size());
+    EXPECT_EQ(hash.hex(), "f35b63c076d42408");
   });
 }
 

@@ -119,6 +119,16 @@ std::string config_json(const TinyConfig& c) {
       {"tie_word_embeddings", c.tied},
       {"hidden_act", "silu"},
   };
+  if (c.arch == "gemma3_text") {
+    config.erase("hidden_act");
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    config["sliding_window"] = 8;
+    config["sliding_window_pattern"] = 2;
+    config["query_pre_attn_scalar"] = 24;
+    config["final_logit_softcapping"] = 3.0;
+    config["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}, {"rope_type", "default"}}},
+                                 {"sliding_attention", {{"rope_theta", 1e4}, {"rope_type", "default"}}}};
+  }
   return config.dump(2);
 }
 
@@ -126,13 +136,15 @@ std::vector<TestTensor> random_weights(const TinyConfig& c) {
   SplitMix64 rng(c.seed);
   const std::string dtype = c.dtype == DType::F32 ? "F32" : c.dtype == DType::F16 ? "F16" : "BF16";
   std::vector<TestTensor> tensors;
-  // Matrices get scale 2/sqrt(cols), so that activations stay of order one; norms lie in [0.5, 1.5).
+  // Matrices get scale 2/sqrt(cols), so that activations stay of order one; norms act in
+  // [0.5, 1.5) (Gemma's as 1 + w).
+  const bool gemma = c.arch == "gemma3_text";
   auto add = [&](const std::string& name, std::vector<size_t> shape) {
     const size_t count = shape.size() == 1 ? shape[0] : shape[0] * shape[1];
     const float scale = shape.size() == 1 ? 0.5f : 2.0f / std::sqrt(float(shape[1]));
+    const float offset = shape.size() == 1 && !gemma ? 1.0f : 0.0f;
     TestTensor t{name, dtype, shape, std::vector<unsigned char>(count * dtype_size(c.dtype))};
-    for (size_t i = 0; i < count; ++i)
-      store_from_f32(t.bytes.data(), c.dtype, i, (shape.size() == 1 ? 1.0f : 0.0f) + rng.uniform(scale));
+    for (size_t i = 0; i < count; ++i) store_from_f32(t.bytes.data(), c.dtype, i, offset + rng.uniform(scale));
     tensors.push_back(std::move(t));
   };
   const size_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
@@ -144,11 +156,15 @@ std::vector<TestTensor> random_weights(const TinyConfig& c) {
     add(p + "self_attn.k_proj.weight", {kv, c.hidden});
     add(p + "self_attn.v_proj.weight", {kv, c.hidden});
     add(p + "self_attn.o_proj.weight", {c.hidden, q});
-    if (c.arch == "qwen3") {
+    if (c.arch == "qwen3" || gemma) {
       add(p + "self_attn.q_norm.weight", {c.head_dim});
       add(p + "self_attn.k_norm.weight", {c.head_dim});
     }
     add(p + "post_attention_layernorm.weight", {c.hidden});
+    if (gemma) {
+      add(p + "pre_feedforward_layernorm.weight", {c.hidden});
+      add(p + "post_feedforward_layernorm.weight", {c.hidden});
+    }
     add(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden});
     add(p + "mlp.up_proj.weight", {c.intermediate, c.hidden});
     add(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});

@@ -43,6 +43,8 @@ std::vector<unsigned char> safetensors_bytes(const std::vector<TestTensor>& tens
 void write_file(const std::string& path, const std::vector<unsigned char>& bytes);
 void write_text(const std::string& path, const std::string& text);
 
+// A tiny decoder of `arch` (qwen3, llama or gemma3_text). Gemma's has sliding-window layers
+// (every second layer global), its own RoPE base there, a query scale and a logit softcap.
 struct TinyConfig {
   std::string arch = "qwen3";
   size_t vocab = 96, hidden = 40, intermediate = 72, layers = 2, heads = 4, kv_heads = 2, head_dim = 16;

@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ditto {
 
@@ -21,10 +22,32 @@ struct ModelConfig {
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
   // What the family's blocks do differently (set by its src/model/architectures/ file):
-  bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3)
+  bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3, Gemma 3)
   bool tied_embeddings = false;   // the output projection is the embedding matrix
+  // Per layer, how far back a row attends: 0 = to every earlier position, W = to the last W
+  // positions, its own included (a sliding window: Gemma 3's local layers). Empty when no
+  // layer has a window.
+  std::vector<size_t> sliding_windows;
+  // The RoPE base of the layers with a window, where it differs from rope_theta (Gemma 3's
+  // rope_local_base_freq); 0: rope_theta.
+  double rope_local_theta = 0.0;
+  // Gemma 3: RMSNorm weights act as 1 + w (config.json's checkpoints hold w); the attention and
+  // MLP outputs are normalised too before their residual add; the MLP is GELU-tanh instead of
+  // SiLU; the embedding row is multiplied by embedding_scale; scores are scaled by
+  // query_pre_attn_scalar^-1/2; the logits are softcapped when final_logit_softcap > 0.
+  bool norm_adds_one = false;
+  bool post_norms = false;
+  enum class Activation { SiLU, GeluTanh } activation = Activation::SiLU;
+  float embedding_scale = 1.0f;
+  double query_pre_attn_scalar = 0.0;  // 0: head_dim
+  float final_logit_softcap = 0.0f;    // 0: none
   int64_t bos_token_id = -1;      // -1: none
   int64_t eos_token_id = -1;
+
+  size_t window(size_t layer) const { return layer < sliding_windows.size() ? sliding_windows[layer] : 0; }
+  double layer_rope_theta(size_t layer) const {
+    return window(layer) != 0 && rope_local_theta != 0.0 ? rope_local_theta : rope_theta;
+  }
 };
 
 struct ModelWeights;  // defined in src/model/weights.h

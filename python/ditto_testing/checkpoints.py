@@ -1,4 +1,4 @@
-"""Small random Qwen3 / Llama checkpoints, made and run by transformers itself.
+"""Small random Qwen3 / Llama / Gemma 3 checkpoints, made and run by transformers itself.
 
 Also a command: `python -m ditto_testing.checkpoints OUT_DIR [--arch qwen3] ...` writes one.
 """
@@ -11,19 +11,21 @@ import transformers
 ARCHITECTURES = {
     "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    "gemma3_text": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM),
 }
 
 
 def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, intermediate_size=128,
                     layers=2, heads=4, kv_heads=2, head_dim=16, tied=False, dtype="float32",
-                    rope_theta=10000.0, seed=0, max_positions=1024, max_shard_size=None):
+                    rope_theta=10000.0, seed=0, max_positions=1024, max_shard_size=None, **family_options):
     """Saves a randomly initialised model (config.json + model.safetensors) and returns it in fp32.
 
     With max_shard_size (e.g. "200KB") transformers writes model-0000x-of-0000y.safetensors shards
     and model.safetensors.index.json instead of one file.
 
     For bf16/f16 checkpoints the returned model holds the same rounded weights in fp32, so it is
-    the fp32 reference on exactly the values ditto loads.
+    the fp32 reference on exactly the values ditto loads. `family_options` go to the config
+    class as they are (Gemma 3: sliding_window, sliding_window_pattern, rope_local_base_freq, ...).
     """
     config_class, model_class = ARCHITECTURES[arch]
     config = config_class(
@@ -31,16 +33,17 @@ def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, in
         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
         head_dim=head_dim, tie_word_embeddings=tied, max_position_embeddings=max_positions,
         rope_theta=rope_theta, rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None,
-        attn_implementation="eager",
+        attn_implementation="eager", **family_options,
     )
     torch.manual_seed(seed)
     model = model_class(config).eval()
     with torch.no_grad():
         # Default init gives near-uniform logits; larger weights make greedy choices decisive
-        # and norms non-trivial.
+        # and norms non-trivial. Norm weights act in [0.5, 1.5), Gemma's as 1 + w.
+        norm_low = -0.5 if arch == "gemma3_text" else 0.5
         for name, parameter in model.named_parameters():
             if parameter.dim() == 1:
-                parameter.uniform_(0.5, 1.5)
+                parameter.uniform_(norm_low, norm_low + 1.0)
             else:
                 parameter.normal_(0.0, 1.0 / hidden_size ** 0.5 * 2.0)
     save_options = {} if max_shard_size is None else {"max_shard_size": max_shard_size}

@@ -194,7 +194,8 @@ void register_verify(CLI::App& app) {
       "only if every cell is `same`.\n"
       "--trace also hashes every intermediate at every position (per layer: attn_norm, q, k, v (q and k\n"
       "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down, mlp_residual;\n"
-      "and the embedding) and names the first layer and operation where the first diverging run departs\n"
+      "Gemma 3: gelu_mul for silu_mul, and post_attn_norm, post_mlp_norm before the residuals; and the\n"
+      "embedding) and names the first layer and operation where the first diverging run departs\n"
       "from the baseline, comparing the positions whose input tokens agree.");
   cmd->add_option("-m,--model", options->model, "GGUF file or checkpoint directory (config.json + safetensors)")
       ->required();

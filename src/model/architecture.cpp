@@ -5,7 +5,8 @@ namespace ditto {
 namespace {
 
 const Architecture* const* registry() {
-  static const Architecture* const entries[] = {&qwen3_architecture(), &llama_architecture(), nullptr};
+  static const Architecture* const entries[] = {&qwen3_architecture(), &llama_architecture(), &gemma3_architecture(),
+                                                nullptr};
   return entries;
 }
 

@@ -1,16 +1,21 @@
 #pragma once
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "ditto/model.h"
+#include "model/config.h"
 
 namespace ditto {
 
 // How the rows of the q and k projections are ordered in a file: as transformers has them, or
 // as llama.cpp's converter permutes them for its RoPE (GGUF files of the llama family).
 enum class QkLayout { Transformers, InterleavedRope };
+
+struct GgufFile;  // model/gguf.h
 
 // What sets one decoder family apart: its names, how its config maps onto ModelConfig beyond
 // the fields every family shares (src/model/config.cpp), and what its blocks do differently
@@ -22,7 +27,13 @@ struct Architecture {
   QkLayout gguf_qk_layout;
   // Reads the family's own fields from config.json (GGUF metadata arrives translated into
   // config.json's keys), refusing with a ditto::Error what the decoder does not implement.
-  void (*read_config)(const nlohmann::json& config, ModelConfig& out);
+  void (*read_config)(const ConfigFields& config, ModelConfig& out);
+  // Reads the family's own GGUF metadata into config.json's keys (with their GGUF names, for
+  // messages), beyond what every family's files hold (src/model/gguf_model.cpp); nullptr: none.
+  void (*read_gguf)(const GgufFile& gguf, nlohmann::json& config, FieldNames& names) = nullptr;
+  // GGUF block tensors that llama.cpp names otherwise in this family than in Llama's files:
+  // {part of "blk.N.part", part of transformers' "model.layers.N.part"}.
+  std::span<const std::pair<const char*, const char*>> gguf_block_tensors = {};
 };
 
 // The family of a config.json model_type, or of a GGUF general.architecture; nullptr if ditto
@@ -35,5 +46,6 @@ std::string architecture_names();
 // The registry's entries, one per file in src/model/architectures/.
 const Architecture& qwen3_architecture();
 const Architecture& llama_architecture();
+const Architecture& gemma3_architecture();
 
 }  // namespace ditto

@@ -29,6 +29,15 @@ void add_config(Rows& rows, const ModelConfig& c) {
   std::ostringstream rope;
   rope << "theta " << c.rope_theta << ", RMSNorm eps " << c.rms_norm_eps;
   rows.push_back({"rope", rope.str()});
+  size_t windowed = 0, window = 0;
+  for (size_t l = 0; l < c.layers; ++l)
+    if (c.window(l) != 0) ++windowed, window = c.window(l);
+  if (windowed != 0) {
+    std::ostringstream text;
+    text << window << " positions in " << windowed << " of " << c.layers << " layers";
+    if (c.rope_local_theta != 0.0) text << ", rope theta " << c.rope_local_theta << " there";
+    rows.push_back({"sliding window", text.str()});
+  }
   rows.push_back({"embeddings", c.tied_embeddings ? "tied to the output" : "separate output matrix"});
 }
 

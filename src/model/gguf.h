@@ -69,7 +69,7 @@ struct GgufFile {
 // header and the metadata are read (all a tokenizer needs, whatever the tensors' types).
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name, bool tensors = true);
 
-// The decoder's hyper-parameters from the metadata of a `llama` or `qwen3` GGUF file.
+// The decoder's hyper-parameters from the metadata of a GGUF file of a family in the registry.
 ModelConfig gguf_model_config(const GgufFile& gguf);
 
 // The tensors of `file`, named as transformers names them (model.layers.N.self_attn.q_proj.weight,

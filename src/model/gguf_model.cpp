@@ -1,5 +1,5 @@
 // GGUF files of the families in the registry (model/architecture.h): metadata to ModelConfig,
-// through config.json's terms, and tensor names to transformers' names.
+// through config.json's terms, and llama.cpp's tensor names to transformers' names.
 #include <algorithm>
 
 #include "ditto/error.h"
@@ -17,28 +17,38 @@ const GgufTensorInfo* find_tensor(const GgufFile& gguf, const std::string& name)
   return nullptr;
 }
 
-// transformers' name for a GGUF tensor of a llama or qwen3 decoder, or "" for another tensor.
-std::string hf_tensor_name(const std::string& name) {
-  if (name == "token_embd.weight") return "model.embed_tokens.weight";
-  if (name == "output_norm.weight") return "model.norm.weight";
-  if (name == "output.weight") return "lm_head.weight";
-  const std::string block = "blk.";
+using NamePair = std::pair<const char*, const char*>;  // {llama.cpp's name, transformers'}
+
+constexpr NamePair kOuterTensors[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"}};
+// The parts of block N ("blk.N." and "model.layers.N.") in Llama's files.
+constexpr NamePair kBlockParts[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+// A name of one convention in the other: with `to_hf`, llama.cpp's `name` as transformers
+// names it, else the reverse; "" for a name of neither. The family's own block parts come first.
+std::string translate_tensor_name(const std::string& name, const Architecture& family, bool to_hf) {
+  const auto from = [&](const NamePair& pair) { return to_hf ? pair.first : pair.second; };
+  const auto to = [&](const NamePair& pair) { return std::string(to_hf ? pair.second : pair.first); };
+  for (const NamePair& pair : kOuterTensors)
+    if (name == from(pair)) return to(pair);
+  const std::string block = to_hf ? "blk." : "model.layers.";
   if (name.compare(0, block.size(), block) != 0) return "";
   const size_t dot = name.find('.', block.size());
   const std::string layer = name.substr(block.size(), dot == std::string::npos ? 0 : dot - block.size());
   if (layer.empty() || layer.size() > 6 || !std::all_of(layer.begin(), layer.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return "";
-  static const std::pair<const char*, const char*> parts[] = {
-      {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"},
-  };
-  const std::string part = name.substr(dot + 1);
-  for (const auto& [gguf_part, hf_part] : parts)
-    if (part == gguf_part) return "model.layers." + std::to_string(std::stoul(layer)) + "." + hf_part;
+  const std::string part = name.substr(dot + 1), prefix = to_hf ? "model.layers." : "blk.";
+  for (const std::span<const NamePair> parts : {family.gguf_block_tensors, std::span<const NamePair>(kBlockParts)})
+    for (const NamePair& pair : parts)
+      if (part == from(pair)) return prefix + std::to_string(std::stoul(layer)) + "." + to(pair);
   return "";
 }
 
@@ -87,6 +97,7 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
     names[id] = std::string("tokenizer.ggml.") + id;
     if (gguf.has(names[id])) config[id] = gguf.get_uint(names[id]);
   }
+  if (architecture->read_gguf) architecture->read_gguf(gguf, config, names);
   const ModelConfig c = model_config_from_json(config, "GGUF", names);
   if (gguf.has(arch + "attention.value_length") && gguf.get_uint(arch + "attention.value_length") != c.head_dim)
     throw Error("GGUF: value heads of another size than key heads are not supported");
@@ -96,12 +107,16 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
 }
 
 TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf) {
+  const Architecture* family = find_gguf_architecture(gguf.get_string("general.architecture"));
+  if (family == nullptr)
+    throw Error(file->path() + ": GGUF architecture '" + gguf.get_string("general.architecture") + "' is not supported");
   TensorStore store;
+  store.set_file_naming([family](const std::string& name) { return translate_tensor_name(name, *family, false); });
   for (const GgufTensorInfo& tensor : gguf.tensors) {
-    const std::string name = hf_tensor_name(tensor.name);
+    const std::string name = translate_tensor_name(tensor.name, *family, true);
     if (name.empty())
-      throw Error(file->path() + ": tensor '" + tensor.name +
-                  "' is not part of a decoder ditto runs (llama or qwen3, without biases or rope scaling)");
+      throw Error(file->path() + ": tensor '" + tensor.name + "' is not part of a " + std::string(family->name) +
+                  " decoder as ditto runs it");
     TensorView view;
     view.dtype = tensor.dtype;
     view.shape = tensor.shape;

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& config, bool from_gguf) {
-  const QkLayout layout = from_gguf ? find_architecture(config.architecture_name)->gguf_qk_layout : QkLayout::Transformers;
+  const StoredLayout layout = from_gguf ? StoredLayout{find_architecture(config.architecture_name)->gguf_qk_layout, true}
+                                        : StoredLayout{};
   return std::make_shared<Model>(config, pack_hf_weights(store, config, layout));
 }
 

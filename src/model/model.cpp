@@ -13,7 +13,7 @@ Model::~Model() = default;
 size_t Model::parameter_count() const {
   const ModelConfig& c = config_;
   const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
-  const size_t per_layer = 2 * c.hidden_size + 2 * q_width * c.hidden_size + 2 * kv_width * c.hidden_size +
+  const size_t per_layer = (c.post_norms ? 4 : 2) * c.hidden_size + 2 * q_width * c.hidden_size + 2 * kv_width * c.hidden_size +
                            3 * c.hidden_size * c.intermediate_size + (c.qk_norm ? 2 * c.head_dim : 0);
   return c.vocab_size * c.hidden_size * (c.tied_embeddings ? 1 : 2) + c.layers * per_layer + c.hidden_size;
 }

@@ -20,7 +20,9 @@ std::string shape_text(const std::vector<size_t>& shape) {
 // checked, and its memory known, before anything is allocated.
 class Packer {
  public:
-  Packer(const TensorStore& store, bool dry_run) : store_(store), dry_run_(dry_run) {}
+  // `norms_add_one`: the store holds w of norms that act as 1 + w.
+  Packer(const TensorStore& store, bool dry_run, bool norms_add_one)
+      : store_(store), dry_run_(dry_run), norms_add_one_(norms_add_one) {}
 
   PackedMatrix matrix(const std::string& name, size_t rows, size_t cols, std::span<const size_t> source_rows = {}) {
     const TensorView& tensor = checked(name, {rows, cols});
@@ -31,12 +33,20 @@ class Packer {
   std::vector<float> vector(const std::string& name, size_t length) {
     const TensorView& tensor = checked(name, {length});
     if (is_quantized(tensor.dtype))
-      throw Error("tensor '" + name + "' is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
+      throw Error("tensor " + store_.describe(name) + " is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
     add(checked_mul(length, sizeof(float), "a vector"));
     if (dry_run_) return {};
     std::vector<float> values(length);
     for (size_t i = 0; i < length; ++i) values[i] = load_as_f32(tensor.data, tensor.dtype, i);
     return values;
+  }
+
+  // An RMSNorm's weights as the norm applies them: 1 + w computed in f32, as Gemma3RMSNorm does.
+  std::vector<float> norm(const std::string& name, size_t length) {
+    std::vector<float> weights = vector(name, length);
+    if (norms_add_one_)
+      for (float& w : weights) w = 1.0f + w;
+    return weights;
   }
 
   size_t bytes() const { return bytes_; }
@@ -45,14 +55,14 @@ class Packer {
   const TensorView& checked(const std::string& name, const std::vector<size_t>& shape) const {
     const TensorView& tensor = store_.get(name);
     if (tensor.shape != shape)
-      throw Error("tensor '" + name + "' has shape " + shape_text(tensor.shape) + " but the config implies " +
-                  shape_text(shape));
+      throw Error("tensor " + store_.describe(name) + " has shape " + shape_text(tensor.shape) +
+                  " but the config implies " + shape_text(shape));
     return tensor;
   }
   void add(size_t bytes) { bytes_ = checked_add(bytes_, bytes, "the packed weights' size"); }
 
   const TensorStore& store_;
-  bool dry_run_;
+  bool dry_run_, norms_add_one_;
   size_t bytes_ = 0;
 };
 
@@ -82,22 +92,29 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
   for (size_t i = 0; i < c.layers; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     LayerWeights layer;
-    layer.attention_norm = take.vector(prefix + "input_layernorm.weight", c.hidden_size);
+    layer.attention_norm = take.norm(prefix + "input_layernorm.weight", c.hidden_size);
     layer.q = take.matrix(prefix + "self_attn.q_proj.weight", q_width, c.hidden_size, q_rows);
     layer.k = take.matrix(prefix + "self_attn.k_proj.weight", kv_width, c.hidden_size, k_rows);
     layer.v = take.matrix(prefix + "self_attn.v_proj.weight", kv_width, c.hidden_size);
     layer.o = take.matrix(prefix + "self_attn.o_proj.weight", c.hidden_size, q_width);
     if (c.qk_norm) {
-      layer.q_norm = take.vector(prefix + "self_attn.q_norm.weight", c.head_dim);
-      layer.k_norm = take.vector(prefix + "self_attn.k_norm.weight", c.head_dim);
+      layer.q_norm = take.norm(prefix + "self_attn.q_norm.weight", c.head_dim);
+      layer.k_norm = take.norm(prefix + "self_attn.k_norm.weight", c.head_dim);
     }
-    layer.mlp_norm = take.vector(prefix + "post_attention_layernorm.weight", c.hidden_size);
+    // post_attention_layernorm is the MLP's input norm in Llama, the attention output's in Gemma.
+    if (c.post_norms) {
+      layer.post_attention_norm = take.norm(prefix + "post_attention_layernorm.weight", c.hidden_size);
+      layer.mlp_norm = take.norm(prefix + "pre_feedforward_layernorm.weight", c.hidden_size);
+      layer.post_mlp_norm = take.norm(prefix + "post_feedforward_layernorm.weight", c.hidden_size);
+    } else {
+      layer.mlp_norm = take.norm(prefix + "post_attention_layernorm.weight", c.hidden_size);
+    }
     layer.gate = take.matrix(prefix + "mlp.gate_proj.weight", c.intermediate_size, c.hidden_size);
     layer.up = take.matrix(prefix + "mlp.up_proj.weight", c.intermediate_size, c.hidden_size);
     layer.down = take.matrix(prefix + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
     weights->layers.push_back(std::move(layer));
   }
-  weights->final_norm = take.vector("model.norm.weight", c.hidden_size);
+  weights->final_norm = take.norm("model.norm.weight", c.hidden_size);
   if (!c.tied_embeddings) weights->output = take.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   return weights;
 }
@@ -105,15 +122,15 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
 }  // namespace
 
 size_t check_hf_weights(const TensorStore& store, const ModelConfig& config) {
-  Packer check(store, /*dry_run=*/true);
+  Packer check(store, /*dry_run=*/true, /*norms_add_one=*/false);
   take_weights(check, config, QkLayout::Transformers);
   return check.bytes();
 }
 
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout) {
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, StoredLayout layout) {
   require_memory(check_hf_weights(store, config), "packing the model's weights");
-  Packer pack(store, /*dry_run=*/false);
-  return take_weights(pack, config, qk_layout);
+  Packer pack(store, /*dry_run=*/false, config.norm_adds_one && !layout.norms_hold_one_plus_w);
+  return take_weights(pack, config, layout.qk);
 }
 
 }  // namespace ditto

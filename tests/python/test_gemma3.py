@@ -2,8 +2,9 @@
 tiny files written here with llama.cpp's names and conventions (norm weights that hold 1 + w,
 every sixth layer global), each run by ditto and by `transformers` loading the same file itself
 (`gguf_file=`, dequantised to fp32 by the `gguf` package): all-position logits within the fp32
-tolerance and identical greedy continuations. The real file side by side with llama.cpp too,
-and bad files refused with messages that name what is wrong.
+tolerance and identical greedy continuations (ditto_testing.gguf_checks); bad files refused with
+messages that name what is wrong. (Beside llama.cpp on the real file: bench/gguf_vs_llama_cpp.py
+--model gemma3.)
 
 (The safetensors side of Gemma 3, on random checkpoints made by transformers, is in
 test_oracle.py.)
@@ -18,13 +19,11 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import ditto
+from ditto_testing.gguf_checks import assert_invariant, assert_matches_transformers, ditto_greedy
 from ditto_testing.gguf_models import without_vocabulary, write_llama_gguf
 from ditto_testing.models import LONG_TEXT, TEXTS, gemma3_gguf
 
 DITTO = os.path.join(os.path.dirname(__file__), "..", "..", "build", "ditto")
-
-# As for SmolLM2 (test_gguf.py): fp32 summation-order noise, relative to the largest logit.
-FP32_RELATIVE_TOLERANCE = 1e-4
 # 32 for SmolLM2; here each step costs transformers 0.2 s on the head of 262,144 tokens.
 GREEDY_TOKENS = 16
 
@@ -35,42 +34,6 @@ def single_threaded_torch():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def reference_greedy(reference, prompt, count, logits_to_keep=0):
-    """The prompt's logits (the last `logits_to_keep` positions, or all) and the greedy
-    continuation, with transformers' KV cache (sliding-window layers keep their window)."""
-    with torch.no_grad():
-        out = reference(torch.tensor([prompt]), use_cache=True, logits_to_keep=logits_to_keep)
-        logits = out.logits[0].numpy()
-        tokens = []
-        for _ in range(count):
-            tokens.append(int(out.logits[0, -1].argmax()))
-            out = reference(torch.tensor([[tokens[-1]]]), cache=out.cache, use_cache=True)
-    return logits, tokens
-
-
-def ditto_greedy(model, prompt, count, logits_from=0):
-    """ditto's logits of positions logits_from.. of the prompt and its greedy continuation."""
-    session = ditto.Session(model, capacity=len(prompt) + count, threads=2)
-    if logits_from:
-        session.prefill(prompt[:logits_from], all_logits=False)
-    logits = session.prefill(prompt[logits_from:], all_logits=True)
-    tokens, last = [], logits[-1]
-    for _ in range(count):
-        tokens.append(int(np.argmax(last)))
-        last = session.decode(tokens[-1])
-    return logits, tokens
-
-
-def assert_matches_reference(model, reference, prompt, count, logits_from=0, what=""):
-    expected_logits, expected_tokens = reference_greedy(reference, prompt, count, len(prompt) - logits_from)
-    logits, tokens = ditto_greedy(model, prompt, count, logits_from)
-    tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
-    diff = float(np.abs(logits - expected_logits).max())
-    assert diff <= tolerance, f"{what}prompt of {len(prompt)} tokens: max |logit diff| {diff:.3e} > {tolerance:.3e}"
-    assert tokens == expected_tokens, f"{what}prompt of {len(prompt)} tokens"
-    return diff / max(1.0, float(np.abs(expected_logits).max()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,20 +59,13 @@ def test_tiny_gemma3_file_matches_transformers(tiny_gemma):
     rng = np.random.default_rng(5)
     for length in (1, 11, 12, 70):
         prompt = [int(t) for t in rng.integers(0, model.vocab_size, size=length)]
-        assert_matches_reference(model, reference, prompt, 8)
+        assert_matches_transformers(model, reference, prompt, 8)
 
 
 def test_tiny_gemma3_file_is_invariant_to_chunks_threads_and_decode(tiny_gemma):
     model, _ = tiny_gemma
     prompt = [int(t) for t in np.random.default_rng(6).integers(0, model.vocab_size, size=40)]
-    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
-    for chunk, threads in ((1, 2), (5, 1), (11, 3), (16, 2)):
-        session = ditto.Session(model, capacity=len(prompt), threads=threads)
-        if chunk == 1:
-            rows = [session.decode(token) for token in prompt]
-        else:
-            rows = [session.prefill(prompt[at:at + chunk], all_logits=True) for at in range(0, len(prompt), chunk)]
-        assert np.vstack(rows).tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+    assert_invariant(model, prompt, ((1, 2), (5, 1), (11, 3), (16, 2)))
 
 
 @pytest.mark.parametrize("change, message", [
@@ -173,23 +129,16 @@ def test_gemma3_config_from_metadata(gemma):
 
 
 def test_gemma3_logits_and_greedy_match_transformers(gemma, gemma_reference, gemma_prompts):
+    # Measured: 2e-6 to 8e-6 of the largest logit (~30).
     for prompt in gemma_prompts[:-1]:
-        assert_matches_reference(gemma, gemma_reference, prompt, GREEDY_TOKENS)
+        assert_matches_transformers(gemma, gemma_reference, prompt, GREEDY_TOKENS)
     # The long prompt: the logits of its last 100 positions, where the local layers' windows
     # have left its beginning behind, and its continuation.
-    assert_matches_reference(gemma, gemma_reference, gemma_prompts[-1], 8, logits_from=500, what="long ")
+    assert_matches_transformers(gemma, gemma_reference, gemma_prompts[-1], 8, logits_from=500)
 
 
 def test_gemma3_is_invariant_to_chunks_threads_and_decode(gemma, gemma_prompts):
-    prompt = gemma_prompts[0]
-    expected = ditto.Session(gemma, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
-    for chunk, threads in ((1, 2), (3, 1), (16, 2)):
-        session = ditto.Session(gemma, capacity=len(prompt), threads=threads)
-        if chunk == 1:
-            rows = [session.decode(token) for token in prompt]
-        else:
-            rows = [session.prefill(prompt[at:at + chunk], all_logits=True) for at in range(0, len(prompt), chunk)]
-        assert np.vstack(rows).tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+    assert_invariant(gemma, gemma_prompts[0], ((1, 2), (3, 1), (16, 2)))
 
 
 def test_generate_runs_gemma3_by_name(gemma, gemma_path):

@@ -32,6 +32,18 @@ inline void check_config(const ModelConfig& c) {
   check(c.rope_theta >= limits::kMinRopeTheta && c.rope_theta <= limits::kMaxRopeTheta, "rope_theta in range");
   check(c.bos_token_id >= -1 && c.bos_token_id <= limits::kTokenId.max, "bos_token_id a token id or none");
   check(c.eos_token_id >= -1 && c.eos_token_id <= limits::kTokenId.max, "eos_token_id a token id or none");
+  check(c.sliding_windows.empty() || c.sliding_windows.size() == c.layers, "a window for every layer, or none");
+  for (const size_t window : c.sliding_windows) check(window <= size_t(limits::kPositions.max), "windows in range");
+  check(c.rope_local_theta == 0.0 ||
+            (c.rope_local_theta >= limits::kMinRopeTheta && c.rope_local_theta <= limits::kMaxRopeTheta),
+        "rope_local_theta in range or none");
+  check(c.query_pre_attn_scalar == 0.0 || (c.query_pre_attn_scalar >= limits::kMinQueryPreAttnScalar &&
+                                           c.query_pre_attn_scalar <= limits::kMaxQueryPreAttnScalar),
+        "query_pre_attn_scalar in range or none");
+  check(c.final_logit_softcap == 0.0f || (c.final_logit_softcap >= float(limits::kMinSoftcap) &&
+                                          c.final_logit_softcap <= float(limits::kMaxSoftcap)),
+        "final_logit_softcap in range or none");
+  check(c.embedding_scale > 0.0f && c.embedding_scale <= 1024.0f, "embedding_scale sqrt(hidden_size) or 1");
 }
 
 }  // namespace ditto::fuzz

@@ -15,7 +15,13 @@ namespace ditto {
 // as llama.cpp's converter permutes them for its RoPE (GGUF files of the llama family).
 enum class QkLayout { Transformers, InterleavedRope };
 
-struct GgufFile;  // model/gguf.h
+// A whole-number GGUF metadata key, "<general.architecture>." + `gguf`, and the config.json key
+// it is read as (src/model/gguf_model.cpp); a required one's absence is an error.
+struct GgufKey {
+  const char* gguf;
+  const char* hf;
+  bool required;
+};
 
 // What sets one decoder family apart: its names, how its config maps onto ModelConfig beyond
 // the fields every family shares (src/model/config.cpp), and what its blocks do differently
@@ -28,9 +34,11 @@ struct Architecture {
   // Reads the family's own fields from config.json (GGUF metadata arrives translated into
   // config.json's keys), refusing with a ditto::Error what the decoder does not implement.
   void (*read_config)(const ConfigFields& config, ModelConfig& out);
-  // Reads the family's own GGUF metadata into config.json's keys (with their GGUF names, for
-  // messages), beyond what every family's files hold (src/model/gguf_model.cpp); nullptr: none.
-  void (*read_gguf)(const GgufFile& gguf, nlohmann::json& config, FieldNames& names) = nullptr;
+  // The family's own GGUF keys, read with those every family's files have; and what its files
+  // leave to llama.cpp's conventions for it, written into the config read from them (in
+  // config.json's terms; nullptr: nothing).
+  std::span<const GgufKey> gguf_keys = {};
+  void (*gguf_conventions)(nlohmann::json& config) = nullptr;
   // GGUF block tensors that llama.cpp names otherwise in this family than in Llama's files:
   // {part of "blk.N.part", part of transformers' "model.layers.N.part"}.
   std::span<const std::pair<const char*, const char*>> gguf_block_tensors = {};

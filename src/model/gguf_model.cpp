@@ -64,20 +64,18 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   // messages name the GGUF keys.
   nlohmann::json config = {{"model_type", std::string(architecture->name)}};
   FieldNames names;
-  struct Key {
-    const char* gguf;
-    const char* hf;
-    bool required;
-  };
-  for (const Key& key : {Key{"block_count", "num_hidden_layers", true}, Key{"embedding_length", "hidden_size", true},
-                         Key{"feed_forward_length", "intermediate_size", true},
-                         Key{"attention.head_count", "num_attention_heads", true},
-                         Key{"attention.head_count_kv", "num_key_value_heads", false},
-                         Key{"attention.key_length", "head_dim", false},
-                         Key{"context_length", "max_position_embeddings", true}}) {
+  const auto read = [&](const GgufKey& key) {
     names[key.hf] = arch + key.gguf;
     if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = gguf.get_uint(arch + key.gguf);
-  }
+  };
+  for (const GgufKey& key : {GgufKey{"block_count", "num_hidden_layers", true},
+                             GgufKey{"embedding_length", "hidden_size", true},
+                             GgufKey{"feed_forward_length", "intermediate_size", true},
+                             GgufKey{"attention.head_count", "num_attention_heads", true},
+                             GgufKey{"attention.head_count_kv", "num_key_value_heads", false},
+                             GgufKey{"attention.key_length", "head_dim", false},
+                             GgufKey{"context_length", "max_position_embeddings", true}})
+    read(key);
   names["rms_norm_eps"] = arch + "attention.layer_norm_rms_epsilon";
   config["rms_norm_eps"] = gguf.get_float(arch + "attention.layer_norm_rms_epsilon");
   names["rope_theta"] = arch + "rope.freq_base";
@@ -97,7 +95,8 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
     names[id] = std::string("tokenizer.ggml.") + id;
     if (gguf.has(names[id])) config[id] = gguf.get_uint(names[id]);
   }
-  if (architecture->read_gguf) architecture->read_gguf(gguf, config, names);
+  for (const GgufKey& key : architecture->gguf_keys) read(key);
+  if (architecture->gguf_conventions) architecture->gguf_conventions(config);
   const ModelConfig c = model_config_from_json(config, "GGUF", names);
   if (gguf.has(arch + "attention.value_length") && gguf.get_uint(arch + "attention.value_length") != c.head_dim)
     throw Error("GGUF: value heads of another size than key heads are not supported");

@@ -7,7 +7,6 @@
 
 #include "ditto/error.h"
 #include "model/architecture.h"
-#include "model/gguf.h"
 
 namespace ditto {
 
@@ -67,13 +66,13 @@ void read_gemma3_config(const ConfigFields& config, ModelConfig& c) {
     if (sliding[l]) c.sliding_windows[l] = window;
 }
 
-// llama.cpp's gemma3 files keep only the window of the local layers: the rest is what
-// llama.cpp assumes for every gemma3 file (llama-model.cpp), so ditto assumes it too. Every
+// llama.cpp's gemma3 files keep only the window of the local layers (kGgufKeys): the rest is
+// what llama.cpp assumes for every gemma3 file (llama-model.cpp), so ditto assumes it too. Every
 // sixth layer global, local layers with RoPE base 10000, and scores scaled by 1/sqrt(head_dim)
 // except in the 62-layer 27B, whose query_pre_attn_scalar is hidden_size / heads.
-void read_gemma3_gguf(const GgufFile& gguf, json& config, FieldNames& names) {
-  names["sliding_window"] = "gemma3.attention.sliding_window";
-  config["sliding_window"] = gguf.get_uint(names["sliding_window"]);
+constexpr GgufKey kGgufKeys[] = {{"attention.sliding_window", "sliding_window", true}};
+
+void gemma3_gguf_conventions(json& config) {
   config["sliding_window_pattern"] = 6;
   config["rope_local_base_freq"] = 10000.0;
   const uint64_t hidden = config["hidden_size"], heads = config["num_attention_heads"];
@@ -98,7 +97,8 @@ const Architecture& gemma3_architecture() {
                                    .gguf_name = "gemma3",
                                    .gguf_qk_layout = QkLayout::Transformers,
                                    .read_config = read_gemma3_config,
-                                   .read_gguf = read_gemma3_gguf,
+                                   .gguf_keys = kGgufKeys,
+                                   .gguf_conventions = gemma3_gguf_conventions,
                                    .gguf_block_tensors = kGgufBlockTensors};
   return gemma3;
 }

@@ -32,8 +32,11 @@ constexpr size_t kLanesF = hn::MaxLanes(DF());
 static_assert(kLaneVectors <= 2, "SIMD attention needs 8 or 16 f32 lanes");
 // Accumulator registers of a register tile: half the register file.
 constexpr size_t kAccumulators = kLanesF == 16 ? 16 : 8;
-constexpr size_t kTileRowHeads = 32;  // row-heads of a tile (so 16 rows for two heads per kv head)
-constexpr size_t kKeyBlock = 64;      // keys every register tile of a tile sweeps before the next block
+constexpr size_t kTileRowHeads = 64;  // row-heads of a tile (so 16 rows for two heads per kv head)
+// Keys every register tile of a tile sweeps before the next block: for scores, and for values.
+constexpr size_t kKeyBlock = 32, kValueBlock = 64;
+static_assert(kKeyBlock % kLanesF == 0, "key blocks of whole transposed groups");
+constexpr size_t kBlockRows = std::max(kKeyBlock, kValueBlock);
 // When tiles are too few for the threads (decode), scores split by keys and values by dimensions.
 constexpr size_t kSplitKeys = 256;
 constexpr size_t kSplitDims = 32;
@@ -135,6 +138,131 @@ HWY_INLINE VF ScoreTile(DF d, const float* const* q, const unsigned char* const*
   return hn::Mul(sums[0], scale);
 }
 
+// ---- Scores of many row-heads: keys transposed, so that a vector holds kLanesF keys and the
+// 16 virtual lanes of each dot product are separate registers, folded by plain vector adds.
+
+// Transposes a kLanesF x kLanesF block of floats held as rows: 4 x 4 transposes inside each
+// 128-bit block, then the blocks themselves.
+HWY_INLINE void Transpose(DF d, VF (&m)[kLanesF]) {
+  const hn::Repartition<uint64_t, DF> du;
+  constexpr size_t kBlocks = kLanesF / 4;
+  VF u[4][kBlocks];  // u[c][g]: rows 4g .. 4g + 3 at column 4b + c of block b
+  for (size_t g = 0; g < kBlocks; ++g) {
+    const VF* r = m + 4 * g;
+    const auto t0 = hn::BitCast(du, hn::InterleaveLower(d, r[0], r[1])), t1 = hn::BitCast(du, hn::InterleaveUpper(d, r[0], r[1]));
+    const auto t2 = hn::BitCast(du, hn::InterleaveLower(d, r[2], r[3])), t3 = hn::BitCast(du, hn::InterleaveUpper(d, r[2], r[3]));
+    u[0][g] = hn::BitCast(d, hn::InterleaveLower(du, t0, t2));
+    u[1][g] = hn::BitCast(d, hn::InterleaveUpper(du, t0, t2));
+    u[2][g] = hn::BitCast(d, hn::InterleaveLower(du, t1, t3));
+    u[3][g] = hn::BitCast(d, hn::InterleaveUpper(du, t1, t3));
+  }
+  for (size_t c = 0; c < 4; ++c) {
+    if constexpr (kBlocks == 2) {
+      m[c] = hn::ConcatLowerLower(d, u[c][1], u[c][0]);
+      m[4 + c] = hn::ConcatUpperUpper(d, u[c][1], u[c][0]);
+    } else {
+      const VF v0 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][1]), u[c][0]);
+      const VF v1 = hn::OddEvenBlocks(u[c][1], hn::SwapAdjacentBlocks(u[c][0]));
+      const VF v2 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][3]), u[c][2]);
+      const VF v3 = hn::OddEvenBlocks(u[c][3], hn::SwapAdjacentBlocks(u[c][2]));
+      m[c] = hn::ConcatLowerLower(d, v2, v0);
+      m[4 + c] = hn::ConcatLowerLower(d, v3, v1);
+      m[8 + c] = hn::ConcatUpperUpper(d, v2, v0);
+      m[12 + c] = hn::ConcatUpperUpper(d, v3, v1);
+    }
+  }
+}
+
+// Keys rows[0 .. count) of T, widened and transposed into groups of kLanesF keys: dimension dim
+// of group g is the vector at keys_t + (g * head_dim + dim) * kLanesF. The last group is
+// filled up with its last key.
+template <DType T>
+void TransposeKeys(DF d, const unsigned char* const* rows, size_t count, size_t head_dim, float* keys_t) {
+  for (size_t g = 0; g * kLanesF < count; ++g)
+    for (size_t dim0 = 0; dim0 < head_dim; dim0 += kLanesF) {
+      VF m[kLanesF];
+      for (size_t k = 0; k < kLanesF; ++k)
+        m[k] = LoadWidened(d, T, rows[std::min(g * kLanesF + k, count - 1)] + dim0 * dtype_size(T));
+      Transpose(d, m);
+      for (size_t i = 0; i < kLanesF; ++i) hn::StoreU(m[i], d, keys_t + (g * head_dim + dim0 + i) * kLanesF);
+    }
+}
+
+// Lane sums of the 16-lane dot products of NR queries with G groups of transposed keys (group g
+// at keys_t + g * kLanesF * head_dim), folded as fold_lanes folds: FoldedLanes<W, J> is lane J
+// after the fold levels above W (W = 16: virtual lane J itself, the fma chain over dimensions
+// J + 16 i), i.e. lane J plus lane J + W of the level below. The two chains of the last level
+// run together, 2 G NR chains to hide the fma latency, each query element loaded once for G
+// groups.
+template <size_t W, size_t J, size_t NR, size_t G>
+HWY_INLINE void FoldedLanes(DF d, const float* const* q, const float* keys_t, size_t head_dim, VF (&out)[G][NR]) {
+  if constexpr (W == 8) {
+    VF lo[G][NR], hi[G][NR];
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) lo[g][r] = hi[g][r] = hn::Zero(d);
+    for (size_t dim = J; dim < head_dim; dim += 16) {
+      VF k_lo[G], k_hi[G];
+      for (size_t g = 0; g < G; ++g) {
+        k_lo[g] = hn::LoadU(d, keys_t + (g * head_dim + dim) * kLanesF);
+        k_hi[g] = hn::LoadU(d, keys_t + (g * head_dim + dim + 8) * kLanesF);
+      }
+      for (size_t r = 0; r < NR; ++r) {
+        const VF q_lo = hn::Set(d, q[r][dim]), q_hi = hn::Set(d, q[r][dim + 8]);
+        for (size_t g = 0; g < G; ++g) {
+          lo[g][r] = hn::MulAdd(q_lo, k_lo[g], lo[g][r]);
+          hi[g][r] = hn::MulAdd(q_hi, k_hi[g], hi[g][r]);
+        }
+      }
+    }
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(lo[g][r], hi[g][r]);
+  } else {
+    VF hi[G][NR];
+    FoldedLanes<2 * W, J, NR, G>(d, q, keys_t, head_dim, out);
+    FoldedLanes<2 * W, J + W, NR, G>(d, q, keys_t, head_dim, hi);
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(out[g][r], hi[g][r]);
+  }
+}
+
+// Scores of row-heads rh[0 .. n) (n <= NR) for the key groups over positions k0 .. k1 - 1 of the
+// transposed key block that starts at b0 and ends before b1, kScoreGroups groups at a time (as
+// many as the registers hold). Whole groups are stored, but nothing at or past b1, which may be
+// another job's.
+constexpr size_t kScoreGroups = kLanesF == 16 ? 2 : 1;
+
+template <size_t NR>
+void ScoreGroups(DF d, const RowHead* rh, size_t n, const float* keys_t, size_t b0, size_t b1, size_t k0, size_t k1,
+                 size_t base, size_t head_dim, VF scale) {
+  const float* q[NR];
+  for (size_t r = 0; r < NR; ++r) q[r] = rh[std::min(r, n - 1)].q;
+  const auto store = [&](size_t j, const VF* scores) HWY_ATTR {
+    const size_t count = std::min(kLanesF, b1 - j);
+    for (size_t r = 0; r < n; ++r) {
+      float* to = rh[r].probs + (j - base);
+      const VF scaled = hn::Mul(scores[r], scale);
+      if (count == kLanesF) {
+        hn::StoreU(scaled, d, to);
+      } else {
+        HWY_ALIGN float lanes[kLanesF];
+        hn::Store(scaled, d, lanes);
+        std::memcpy(to, lanes, count * sizeof(float));
+      }
+    }
+  };
+  size_t j = b0 + (k0 - b0) / kLanesF * kLanesF;
+  for (; j + (kScoreGroups - 1) * kLanesF < k1; j += kScoreGroups * kLanesF) {
+    VF scores[kScoreGroups][NR];
+    FoldedLanes<1, 0, NR, kScoreGroups>(d, q, keys_t + (j - b0) * head_dim, head_dim, scores);
+    for (size_t g = 0; g < kScoreGroups; ++g) store(j + g * kLanesF, scores[g]);
+  }
+  if (j < k1) {
+    VF scores[1][NR];
+    FoldedLanes<1, 0, NR, 1>(d, q, keys_t + (j - b0) * head_dim, head_dim, scores);
+    store(j, scores[0]);
+  }
+}
+
 // Row-heads per register tile: at most 4, fewer for a tile's last ones.
 size_t SubTile(size_t remaining) { return remaining >= 3 ? 4 : remaining; }
 
@@ -162,7 +290,7 @@ DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32
     const size_t ahead = block + kPrefetchBlocks;
     if (ahead * cache.block_size >= limit) return;
     const unsigned char* start = base + cache.offset(blocks[ahead], kv, 0);
-    for (size_t byte = 0; byte < cache.block_size * row_bytes; byte += 64) hwy::Prefetch(start + byte);
+    for (size_t byte = 0; byte < cache.block_size * row_bytes; byte += 64) __builtin_prefetch(start + byte, 0, 2);
   };
   const unsigned char* at = base + cache.offset(blocks[block], kv, slot);
   prefetch();
@@ -184,8 +312,7 @@ DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32
 }
 
 DType Rows(DF d, const ref::KVLayerView& cache, const void* part, const Tile& tile, size_t first, size_t count,
-           size_t dim0, size_t dim1, float* widened, const unsigned char** rows) {
-  const bool widen = WidenFor(tile);
+           size_t dim0, size_t dim1, bool widen, float* widened, const unsigned char** rows) {
   const auto* blocks = tile.blocks;
   switch (cache.dtype) {
     case DType::BF16:
@@ -238,9 +365,19 @@ void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scal
   const size_t count = tile.heads.size();
   for (size_t b0 = k0; b0 < k1; b0 += kKeyBlock) {
     const size_t b1 = std::min(k1, b0 + kKeyBlock);
-    const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, widened, rows);
+    const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, false, widened, rows);
     WithRowType(type, [&](auto row_type) {
       constexpr DType T = decltype(row_type)::value;
+      if (WidenFor(tile)) {
+        TransposeKeys<T>(d, rows, b1 - b0, cache.head_dim, widened);
+        for (size_t i = 0; i < count; i += 4) {
+          const size_t n = std::min<size_t>(4, count - i);
+          const RowHead* rh = &tile.heads[i];
+          const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
+          if (lo < hi) ScoreGroups<4>(d, rh, n, widened, b0, b1, lo, hi, tile.base, cache.head_dim, scale_v);
+        }
+        return;
+      }
       for (size_t i = 0; i < count;) {
         const size_t nr = SubTile(count - i), n = std::min(nr, count - i);
         const RowHead* rh = &tile.heads[i];
@@ -354,11 +491,12 @@ void ValueRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* v
 void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t v0, size_t v1, float* widened) {
   for (const RowHead& rh : tile.heads)
     for (size_t v = v0; v < v1; ++v) hn::StoreU(hn::Zero(d), d, rh.out + v * kLanesF);
-  const unsigned char* rows[kKeyBlock];
+  const unsigned char* rows[kValueBlock];
   const size_t count = tile.heads.size();
-  for (size_t b0 = tile.base; b0 < tile.end; b0 += kKeyBlock) {
-    const size_t b1 = std::min(tile.end, b0 + kKeyBlock);
-    const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, widened, rows);
+  for (size_t b0 = tile.base; b0 < tile.end; b0 += kValueBlock) {
+    const size_t b1 = std::min(tile.end, b0 + kValueBlock);
+    const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, WidenFor(tile), widened,
+                            rows);
     WithRowType(type, [&](auto row_type) {
       constexpr DType T = decltype(row_type)::value;
       for (size_t i = 0; i < count;) {
@@ -417,7 +555,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   if (threads == 1 || tiles >= 2 * size_t(threads)) {
     // Enough tiles: each is one job, computed from its keys to its outputs.
     parallel_for(threads, tiles, [&](size_t begin, size_t end) {
-      std::vector<float> probs, widened(kKeyBlock * head_dim);
+      std::vector<float> probs, widened(kBlockRows * head_dim);
       for (size_t i = begin; i < end; ++i) {
         Tile tile = make_tile(i);
         probs.resize(tile.heads.size() * (tile.end - tile.base));
@@ -449,7 +587,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
     for (const RowHead& rh : tile.heads) row_heads.emplace_back(&tile, &rh);
   }
   parallel_for(threads, chunk_start.back(), [&](size_t begin, size_t end) {
-    std::vector<float> widened(kKeyBlock * head_dim);
+    std::vector<float> widened(kBlockRows * head_dim);
     for (size_t job = begin; job < end; ++job) {
       const size_t i = size_t(std::upper_bound(chunk_start.begin(), chunk_start.end(), job) - chunk_start.begin()) - 1;
       const size_t k0 = all[i].base + (job - chunk_start[i]) * kSplitKeys;
@@ -461,7 +599,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   });
   const size_t slice = std::max<size_t>(1, kSplitDims / kLanesF), slices = (vectors + slice - 1) / slice;
   parallel_for(threads, tiles * slices, [&](size_t begin, size_t end) {
-    std::vector<float> widened(kKeyBlock * head_dim);
+    std::vector<float> widened(kBlockRows * head_dim);
     for (size_t job = begin; job < end; ++job) {
       const size_t v0 = job % slices * slice;
       WeightValues(d, all[job / slices], cache, v0, std::min(vectors, v0 + slice), widened.data());

@@ -204,7 +204,9 @@ def test_a_request_without_a_seed_gets_one_and_reports_it(tiny):
 def test_the_default_model_answers_as_ditto_generate():
     path = smollm2_gguf()
     question = "What is the capital of France?"
-    generated = subprocess.run([DITTO, "generate", "-m", str(path), "-p", question, "-n", "16", "--json", "-t", "2"],
+    # The server's default KV cache is f16; generate's is f32.
+    generated = subprocess.run([DITTO, "generate", "-m", str(path), "-p", question, "-n", "16", "--json", "-t", "2",
+                                "--cache-type", "f16"],
                                capture_output=True, text=True, check=True, timeout=300)
     expected = json.loads(generated.stdout)["ids"]
     with Server(path, "-t", "2") as server:

@@ -15,7 +15,7 @@ With --gguf FILE, both engines run that one file instead (ditto reads GGUF too),
 default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`).
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
-                                    [--depth 0,4096,16384] [--cache-type f16]
+                                    [--depth 0,4096,16384] [--cache-type f16] [--ditto BINARY]
        python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--threads 2] [--reps 3] [--depth 0]
 """
 import argparse
@@ -104,11 +104,11 @@ TESTS = ("pp512 chunk 512", "pp512 chunk 16", "tg128")
 GGML_CACHE_TYPE = {"f32": 0, "f16": 1, "bf16": 30}  # ggml_type of llama.cpp's type_k / type_v
 
 
-def ditto_figures(model, threads, reps, depth, cache):
+def ditto_figures(binary, model, threads, reps, depth, cache):
     """Median t/s of ditto for pp512 (whole; at depth 0 also in chunks of 16) and tg128 after a
     context of `depth` positions, one process; with ditto's GFLOP/s and GB/s."""
     chunks = "512,16" if depth == 0 else "512"
-    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", model, "-p", "512", "-n", "128",
+    out = subprocess.run([binary, "bench", "-m", model, "-p", "512", "-n", "128",
                           "-r", str(reps), "-t", str(threads), "--chunk", chunks, "-d", str(depth),
                           "--cache-type", cache, "-o", "json"], check=True, capture_output=True, text=True).stdout
     figure = {}
@@ -168,6 +168,7 @@ def main():
     parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
                         help="KV cache precision of both engines")
     parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
+    parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
     args = parser.parse_args()
     depths = [int(d) for d in args.depth.split(",")]
 
@@ -197,7 +198,7 @@ def main():
             runs.append((dtype, checkpoint, gguf_path))
     for weights, ours_path, theirs_path in runs:
         for depth in depths:
-            ours = ditto_figures(ours_path, args.threads, args.reps, depth, args.cache_type)
+            ours = ditto_figures(args.ditto, ours_path, args.threads, args.reps, depth, args.cache_type)
             off = llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, False)
             on = llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, True)
             report(weights, depth, ours, off, on)

@@ -71,7 +71,7 @@ std::vector<int32_t> bench_tokens(size_t count, size_t vocab, uint64_t seed) {
   return ids;
 }
 
-constexpr size_t kContextChunk = 512;        // the context is prefilled in chunks of this many positions
+constexpr size_t kContextChunk = 512;  // the context is prefilled in chunks of this many positions
 
 // The chunk a prefill test runs with: 0, or more than the prompt, means the whole prompt.
 size_t prefill_chunk(size_t chunk, size_t prompt) { return chunk ? std::min(chunk, prompt) : prompt; }

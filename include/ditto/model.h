@@ -69,7 +69,8 @@ class Model {
   // the router and experts_per_token experts' worth.
   size_t streamed_weight_bytes() const;
   // Floating-point operations (a multiply-add counts two) to compute one position that attends
-  // to `context` keys, with the output projection counted for a share `logit_share` of positions.
+  // to `context` keys (at most its window in a windowed layer; the experts it is routed to in a
+  // mixture), with the output projection counted for a share `logit_share` of positions.
   double flops_per_position(double context, double logit_share) const;
   // The type of the layers' matrices, e.g. "bf16" or "q4_1".
   std::string weight_type() const;

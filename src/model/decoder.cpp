@@ -22,9 +22,9 @@ namespace {
 std::array<size_t, 18> scratch_widths(const ModelConfig& c) {
   const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   const size_t k = c.experts_per_token, expert = c.expert_intermediate_size;
+  const size_t expert_rows = c.experts != 0 ? c.hidden_size : 0;  // an expert's gathered input and its output
   return {c.hidden_size, c.hidden_size, c.hidden_size, q_width, kv_width, kv_width, q_width, c.intermediate_size,
-          c.intermediate_size, c.head_dim / 2, c.head_dim / 2, c.experts, k, c.hidden_size * (c.experts != 0),
-          expert, expert, c.hidden_size * (c.experts != 0), k};
+          c.intermediate_size, c.head_dim / 2, c.head_dim / 2, c.experts, k, expert_rows, expert, expert, expert_rows, k};
 }
 
 // The MLP of a sparse layer on `normed` (rows x hidden) into `out`: each row's router picks its

@@ -1,5 +1,7 @@
 #include "ditto/model.h"
 
+#include <algorithm>
+
 #include "ditto/load.h"
 #include "model/weights.h"
 
@@ -50,7 +52,8 @@ double Model::flops_per_position(double context, double logit_share) const {
   for (size_t l = 0; l < c.layers; ++l) {
     const double mlp = c.sparse(l) ? h * double(c.experts) + 3 * h * double(c.expert_intermediate_size * c.experts_per_token)
                                    : 3 * h * double(c.intermediate_size);
-    layers += 2.0 * (h * q * 2 + h * kv * 2 + mlp) + 4.0 * context * q;
+    const double keys = c.window(l) != 0 ? std::min(context, double(c.window(l))) : context;
+    layers += 2.0 * (h * q * 2 + h * kv * 2 + mlp) + 4.0 * keys * q;
   }
   return layers + logit_share * 2.0 * h * double(c.vocab_size);
 }

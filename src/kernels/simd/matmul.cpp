@@ -33,18 +33,12 @@ constexpr size_t kQuantDirectRows = 16;
 // Inputs per block of dequantised weights: a group of panels of them fills 400 KB, in L2.
 constexpr size_t kBlockK = 2048;
 
-// Reads or writes the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.
+// Reads the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.
 HWY_INLINE VF LoadOutputs(DF d, const float* y, size_t valid) {
   if (valid >= kLanesF) return hn::LoadU(d, y);
   HWY_ALIGN float lanes[kLanesF] = {};
   std::copy(y, y + valid, lanes);
   return hn::Load(d, lanes);
-}
-HWY_INLINE void StoreOutputs(DF d, VF v, float* y, size_t valid) {
-  if (valid >= kLanesF) return hn::StoreU(v, d, y);
-  HWY_ALIGN float lanes[kLanesF];
-  hn::Store(v, d, lanes);
-  std::copy(lanes, lanes + valid, y);
 }
 
 // Where a tile finds its weights: vector v of panel p at input k lies at element
@@ -315,6 +309,7 @@ namespace ditto::kernels {
 HWY_EXPORT(Matmul);
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  if (w.numerics == Numerics::Int8) return matmul_int8(x, rows, w, y, threads);
   HWY_DYNAMIC_DISPATCH(Matmul)(x, rows, w, y, threads);
 }
 

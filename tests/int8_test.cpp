@@ -151,7 +151,7 @@ std::vector<float> awkward_rows(size_t rows, size_t cols, uint64_t seed) {
 
 TEST(Int8Rounding, EveryTargetRoundsAsTheReference) {
   for (const size_t group : {size_t(16), size_t(32)})
-    for (const auto [rows, cols] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {3, 256}, {17, 96}}) {
+    for (const auto& [rows, cols] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {3, 256}, {17, 96}}) {
       const auto x = awkward_rows(rows, cols, rows + cols);
       ref::Int8Rows expected;
       ref::quantize_rows(x.data(), rows, cols, group, expected);
@@ -263,17 +263,7 @@ TEST(Int8Matmul, ApproximatesTheExactMatmulWithinTheRoundingOfItsInputs) {
 
 void expect_simd_matches_reference(DType dtype, const std::vector<unsigned char>& source, size_t n, size_t k,
                                    const std::vector<float>& x, size_t rows) {
-  const auto w = pack_int8(dtype, source, n, k);
-  std::vector<float> expected(rows * n);
-  ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
-  for_each_target([&] {
-    for (int threads : {1, 3}) {
-      std::vector<float> got(rows * n, -1.0f);
-      kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
-      ASSERT_TRUE(same_bits(got.data(), expected.data(), got.size() * 4))
-          << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
-    }
-  });
+  testing::expect_matmul_matches_reference(pack_int8(dtype, source, n, k).view(), x, rows, "int8 " + dtype_name(dtype));
 }
 
 // Every target, every type: 1 row (decode) to 33, ragged panels and panel groups, one block to many.

@@ -104,10 +104,6 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
   return weights;
 }
 
-}  // namespace
-
-namespace {
-
 bool has_quantized_tensors(const TensorStore& store) {
   for (const auto& [name, tensor] : store.tensors())
     if (is_quantized(tensor.dtype)) return true;

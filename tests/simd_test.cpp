@@ -41,17 +41,7 @@ TEST(Simd, TheBestTargetIsUsedByDefault) {
 void expect_matmul_matches_reference(DType dtype, const std::vector<unsigned char>& source, size_t n, size_t k,
                                      size_t rows) {
   const auto w = PackedMatrix::pack(dtype, n, k, source.data());
-  const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
-  std::vector<float> expected(rows * n);
-  ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
-  for_each_target([&] {
-    for (int threads : {1, 3}) {
-      std::vector<float> got(rows * n, -1.0f);
-      kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
-      ASSERT_TRUE(same_bits(got, expected))
-          << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
-    }
-  });
+  testing::expect_matmul_matches_reference(w.view(), random_floats(rows * k, rows * 7 + k, 3.0f), rows, dtype_name(dtype));
 }
 
 TEST(Simd, MatmulMatchesReference) {

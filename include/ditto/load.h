@@ -15,6 +15,9 @@ struct LoadOptions {
   bool weights = true;    // false: config, tokenizer and template only (no model)
   bool tokenizer = true;  // false: skip the tokenizer (token ids only)
   std::string tokenizer_file;  // a tokenizer.json to use instead of the model's own
+  // How quantised matrices multiply; default: kQuantizedDefault for a file with quantised
+  // tensors (none: Exact).
+  std::optional<Numerics> numerics;
 };
 
 // What a model file brings: the model, its tokenizer, its chat template and the tokens that

@@ -1,10 +1,13 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ditto/numerics.h"
 
 namespace ditto {
 
@@ -55,8 +58,9 @@ class Model {
  public:
   // Loads a GGUF file, or a Hugging Face checkpoint directory (config.json and
   // model.safetensors, or the shards named by model.safetensors.index.json). Throws
-  // ditto::Error on bad input.
-  static std::shared_ptr<const Model> load(const std::string& path);
+  // ditto::Error on bad input. Quantised matrices are packed for `numerics` (default: the
+  // file's, LoadOptions).
+  static std::shared_ptr<const Model> load(const std::string& path, std::optional<Numerics> numerics = std::nullopt);
 
   Model(ModelConfig config, std::unique_ptr<ModelWeights> weights);
   ~Model();
@@ -74,6 +78,8 @@ class Model {
   double flops_per_position(double context, double logit_share) const;
   // The type of the layers' matrices, e.g. "bf16" or "q4_1".
   std::string weight_type() const;
+  // How its quantised matrices multiply: Exact when it has none.
+  Numerics numerics() const;
 
  private:
   ModelConfig config_;

@@ -33,6 +33,7 @@ struct BenchOptions {
   std::vector<size_t> depths = {0};
   std::vector<std::string> cache_types = {"f32"};
   size_t kv_budget = 0;
+  std::string numerics;
   std::string output = "md";
 };
 
@@ -193,7 +194,7 @@ double max_difference(const KeptLogits& a, const KeptLogits& b) {
 
 void run_bench(const BenchOptions& o) {
   if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
-  const auto model = Model::load(model_path(o.model));
+  const auto model = Model::load(model_path(o.model), numerics_choice(o.numerics));
   const ModelConfig& c = model->config();
   for (const size_t depth : o.depths)
     for (const auto& [tokens, flag] : {std::pair{o.prompt, "-p"}, std::pair{o.generate, "-n"}})
@@ -202,7 +203,7 @@ void run_bench(const BenchOptions& o) {
                     std::to_string(tokens) + " is longer than the model's context (" + std::to_string(c.max_positions) +
                     " positions)");
   const std::string name = std::filesystem::path(model_path(o.model)).filename().string() + " " + c.architecture_name +
-                           " " + model->weight_type();
+                           " " + model->weight_type() + " " + numerics_name(model->numerics());
   const double size_gib = double(model->streamed_weight_bytes()) / double(1ull << 30);
   const double params_b = double(model->parameter_count()) / 1e9;
 
@@ -272,6 +273,7 @@ void run_bench(const BenchOptions& o) {
                             {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
                             {"threads", r.threads}, {"test", r.test}, {"depth", r.depth}, {"chunk", r.chunk},
                             {"parallel", r.parallel}, {"cache_type", r.cache_type},
+                            {"numerics", numerics_name(model->numerics())},
                             {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second}};
       if (accuracy(r) >= 0) row["max_logit_difference_vs_f32"] = accuracy(r);
       if (pp) {
@@ -353,6 +355,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--kv-budget", o->kv_budget,
                   "Memory for the KV cache, in bytes (e.g. 512M, 4G); default: the context and the test's sequences")
       ->transform(CLI::AsSizeValue(false));
+  add_numerics_option(cmd, o->numerics);
   cmd->add_option("-o,--output", o->output, "Output format: md or json")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   cmd->callback([o] { run_bench(*o); });
 }

@@ -40,6 +40,7 @@ struct GenerateOptions {
   int threads = default_threads();
   size_t context = 0;
   CacheOptions cache;
+  std::string numerics;
   size_t parallel = 1;
   bool prefix_cache = true;
   SamplingParams sampling;
@@ -93,6 +94,7 @@ void run_generate(const GenerateOptions& o) {
   LoadOptions load;
   load.tokenizer = !o.prompt.empty() || !o.stops.empty();
   load.tokenizer_file = o.tokenizer;
+  load.numerics = numerics_choice(o.numerics);
   const std::string path = model_path(o.model);
   const LoadedModel loaded = load_model(path, load);
   const auto prompts = read_prompts(o, loaded, path);
@@ -243,6 +245,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", options->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str()->check(CLI::Range(int64_t(0), limits::kPositions.max));
   add_cache_options(cmd, options->cache);
+  add_numerics_option(cmd, options->numerics);
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("--logprobs", options->sampling.top_logprobs,
                   "With --json: the log-probability of each token and of the N most likely ones (0 to 20)")

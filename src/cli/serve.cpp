@@ -34,6 +34,7 @@ struct ServeOptions {
   // f16 keys and values: half the memory of f32 (twice the sequences in a budget, half the reads
   // of a decode step at depth) for logits within a few hundredths of f32's (README, KV precision).
   CacheOptions cache{"f16"};
+  std::string numerics;
   size_t parallel = 16;
   size_t batch_tokens = 512;
   std::string chat_template;
@@ -81,7 +82,9 @@ void run_serve(ServeOptions o) {
   http.start();
 
   const std::string path = model_path(o.model);
-  LoadedModel loaded = load_model(path);
+  LoadOptions load;
+  load.numerics = numerics_choice(o.numerics);
+  LoadedModel loaded = load_model(path, load);
   require_tokenizer(loaded, path);
   serve::ServiceOptions options;
   options.name = o.alias.empty() ? loaded.name : o.alias;
@@ -132,6 +135,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", o->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str();
   add_cache_options(cmd, o->cache);
+  add_numerics_option(cmd, o->numerics);
   cmd->add_option("--parallel", o->parallel, "Sequences in flight at most (each choice of a request is one)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--batch-tokens", o->batch_tokens,

@@ -46,6 +46,7 @@ struct VerifyOptions {
   size_t predict = 8;
   std::string oracle;
   std::string cache_type = "f32";
+  std::string numerics;  // empty: exact with an oracle (transformers' answers), else the file's default
   bool json = false;
   bool trace = false;
 };
@@ -78,6 +79,8 @@ std::vector<std::string> child_command(const VerifyOptions& o, const std::string
                                    "--tokens-file",  prompt_file, "-n",           std::to_string(o.predict),
                                    "--chunk",        std::to_string(c.chunk),     "-t", std::to_string(c.threads),
                                    "--cache-type",   o.cache_type, "--ignore-eos", "--no-prefix-cache", "--json"};
+  const std::string numerics = !o.numerics.empty() ? o.numerics : o.oracle.empty() ? "" : "exact";
+  if (!numerics.empty()) argv.insert(argv.end(), {"--numerics", numerics});
   if (o.trace) argv.push_back("--trace");
   return argv;
 }
@@ -184,7 +187,7 @@ void register_verify(CLI::App& app) {
       "Each (run, mode, thread count) is a fresh child process, run one after another (run 1 of every mode\n"
       "and thread count, then run 2, ...):\n"
       "  ditto generate -m MODEL --tokens-file IDS -n N --chunk C -t T --cache-type X --ignore-eos --no-prefix-cache\n"
-      "    --json [--trace]\n"
+      "    --json [--numerics N] [--trace]\n"
       "which prints a JSON line per prompt: the greedy ids and the hash of the logits of every step (see\n"
       "`ditto generate --help`). The first child (first mode, first thread count, run 1) is the baseline: a\n"
       "run agrees when its ids equal the oracle row (without --oracle: the baseline's) and its logits hash\n"
@@ -212,6 +215,10 @@ void register_verify(CLI::App& app) {
   cmd->add_option("--oracle", options->oracle, "Expected ids, one row of space-separated ids per prompt (the seed's format)");
   cmd->add_option("--cache-type", options->cache_type, "KV cache precision of the runs: f32, f16 or bf16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--numerics", options->numerics,
+                  "How the runs multiply quantised weights: exact or int8 (default: exact with --oracle, whose "
+                  "answers are transformers', else the file's default)")
+      ->check(CLI::IsMember({"exact", "int8"}));
   cmd->add_flag("--json", options->json, "Print the report as JSON");
   cmd->add_flag("--trace", options->trace, "Name the first layer and operation where diverging runs part");
   cmd->callback([options] { run_verify(*options); });

@@ -18,6 +18,17 @@ namespace {
 
 using Rows = std::vector<std::pair<std::string, std::string>>;
 
+// The numerics the model runs with by default, and the other choice.
+void add_numerics(Rows& rows, const TensorStore& store) {
+  if (default_numerics(store) == Numerics::Exact) {
+    rows.push_back({"numerics", "exact (no quantised weights)"});
+    return;
+  }
+  const Numerics other = kQuantizedDefault == Numerics::Int8 ? Numerics::Exact : Numerics::Int8;
+  rows.push_back({"numerics", numerics_name(kQuantizedDefault) + " by default for quantised weights; --numerics " +
+                                  numerics_name(other) + " for the other (docs/numerics-quant.md)"});
+}
+
 void add_config(Rows& rows, const ModelConfig& c) {
   rows.push_back({"architecture", c.architecture_name});
   rows.push_back({"layers", std::to_string(c.layers)});
@@ -74,8 +85,10 @@ Rows describe_gguf(const std::string& path) {
   if (gguf.has("general.name")) rows.push_back({"name", gguf.get_string("general.name")});
   const ModelConfig config = gguf_model_config(gguf);
   // The sizes shown are the ones the model would run with: every tensor checked against them.
-  check_hf_weights(gguf_tensor_store(file, gguf, config), config);
+  const TensorStore store = gguf_tensor_store(file, gguf, config);
+  check_hf_weights(store, config);
   add_config(rows, config);
+  add_numerics(rows, store);
   add_tensors(
       rows, gguf.tensors, [](const GgufTensorInfo& t) { return dtype_name(t.dtype); },
       [](const GgufTensorInfo& t) { return t.shape; });
@@ -101,6 +114,7 @@ Rows describe_checkpoint(const std::string& directory) {
   const TensorStore store = load_safetensors_checkpoint(directory);
   check_hf_weights(store, config);
   add_config(rows, config);
+  add_numerics(rows, store);
   add_tensors(
       rows, store.tensors(), [](const auto& entry) { return dtype_name(entry.second.dtype); },
       [](const auto& entry) { return entry.second.shape; });

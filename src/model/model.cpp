@@ -60,9 +60,12 @@ double Model::flops_per_position(double context, double logit_share) const {
 
 std::string Model::weight_type() const { return dtype_name(weights_->layers.front().q.view().dtype); }
 
-std::shared_ptr<const Model> Model::load(const std::string& path) {
+Numerics Model::numerics() const { return weights_->numerics; }
+
+std::shared_ptr<const Model> Model::load(const std::string& path, std::optional<Numerics> numerics) {
   LoadOptions options;
   options.tokenizer = false;
+  options.numerics = numerics;
   return load_model(path, options).model;
 }
 

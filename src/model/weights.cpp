@@ -21,15 +21,16 @@ std::string shape_text(const std::vector<size_t>& shape) {
 // checked, and its memory known, before anything is allocated.
 class Packer {
  public:
-  Packer(const TensorStore& store, bool dry_run) : store_(store), dry_run_(dry_run) {}
+  Packer(const TensorStore& store, bool dry_run, Numerics numerics)
+      : store_(store), dry_run_(dry_run), numerics_(numerics) {}
 
   // A rows x cols matrix; with source_rows, output n is row source_rows[n] of a tensor of
   // stored_rows rows (a part of a fused matrix, or q/k rows in another order).
   PackedMatrix matrix(const std::string& name, size_t rows, size_t cols, std::span<const size_t> source_rows = {},
                       size_t stored_rows = 0) {
     const TensorView& tensor = checked(name, {stored_rows ? stored_rows : rows, cols});
-    add(PackedMatrix::packed_bytes(tensor.dtype, rows, cols));
-    return dry_run_ ? PackedMatrix() : PackedMatrix::pack(tensor.dtype, rows, cols, tensor.data, source_rows);
+    add(PackedMatrix::packed_bytes(tensor.dtype, rows, cols, numerics_));
+    return dry_run_ ? PackedMatrix() : PackedMatrix::pack(tensor.dtype, rows, cols, tensor.data, source_rows, numerics_);
   }
 
   // A vector of `length` values; with source_rows, value i is element source_rows[i].
@@ -61,6 +62,7 @@ class Packer {
 
   const TensorStore& store_;
   bool dry_run_;
+  Numerics numerics_;
   size_t bytes_ = 0;
   std::set<std::string> read_;
 };
@@ -150,16 +152,26 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
   return weights;
 }
 
+bool has_quantized_tensors(const TensorStore& store) {
+  for (const auto& [name, tensor] : store.tensors())
+    if (is_quantized(tensor.dtype)) return true;
+  return false;
+}
+
 }  // namespace
 
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config) {
-  Packer check(store, /*dry_run=*/true);
+Numerics default_numerics(const TensorStore& store) {
+  return has_quantized_tensors(store) ? kQuantizedDefault : Numerics::Exact;
+}
+
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, Numerics numerics) {
+  Packer check(store, /*dry_run=*/true, numerics);
   take_weights(check, config, QkLayout::Transformers);
   return check.bytes();
 }
 
 std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config) {
-  Packer check(store, /*dry_run=*/true);
+  Packer check(store, /*dry_run=*/true, Numerics::Exact);
   take_weights(check, config, QkLayout::Transformers);
   std::vector<std::string> unread;
   for (const auto& [name, tensor] : store.tensors())
@@ -167,10 +179,14 @@ std::vector<std::string> unread_tensors(const TensorStore& store, const ModelCon
   return unread;
 }
 
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout) {
-  require_memory(check_hf_weights(store, config), "packing the model's weights");
-  Packer pack(store, /*dry_run=*/false);
-  return take_weights(pack, config, qk_layout);
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout,
+                                              std::optional<Numerics> numerics) {
+  const Numerics chosen = numerics.value_or(default_numerics(store));
+  require_memory(check_hf_weights(store, config, chosen), "packing the model's weights");
+  Packer pack(store, /*dry_run=*/false, chosen);
+  auto weights = take_weights(pack, config, qk_layout);
+  weights->numerics = has_quantized_tensors(store) ? chosen : Numerics::Exact;
+  return weights;
 }
 
 }  // namespace ditto

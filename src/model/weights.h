@@ -1,7 +1,9 @@
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "ditto/model.h"
+#include "ditto/numerics.h"
 #include "model/architecture.h"
 #include "model/tensor_store.h"
 #include "tensor/matrix.h"
@@ -25,6 +27,7 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
+  Numerics numerics = Numerics::Exact;  // of the quantised matrices; Exact when there are none
   PackedMatrix embedding;             // vocab x hidden
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;      // hidden
@@ -36,10 +39,14 @@ struct ModelWeights {
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
 
+// The numerics a model from this store runs with unless told otherwise: kQuantizedDefault if any
+// of its tensors is quantised, else Exact.
+Numerics default_numerics(const TensorStore& store);
+
 // Checks that the store holds every tensor of the decoder that `config` describes, each of the
 // shape the config implies (ditto::Error naming the first that is missing or differs), and
-// returns the memory packing them takes.
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config);
+// returns the memory packing them for `numerics` takes.
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, Numerics numerics = Numerics::Exact);
 
 // The store's tensors that the decoder `config` describes does not read (a GGUF file may hold
 // none: each would be something of the model left out of the computation).
@@ -48,8 +55,9 @@ std::vector<std::string> unread_tensors(const TensorStore& store, const ModelCon
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
 // them), checks every shape against the config and the memory they take against the machine's
 // before packing any, and packs them, q and k rows in transformers' order whatever `qk_layout`
-// the store holds.
+// the store holds, the quantised ones for `numerics` (default: default_numerics(store)).
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
-                                              QkLayout qk_layout = QkLayout::Transformers);
+                                              QkLayout qk_layout = QkLayout::Transformers,
+                                              std::optional<Numerics> numerics = std::nullopt);
 
 }  // namespace ditto

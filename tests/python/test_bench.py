@@ -120,3 +120,27 @@ def test_bad_input_is_refused_with_a_message(checkpoint, args, message):
     assert result.returncode != 0
     assert message in result.stderr + result.stdout
     assert "Traceback" not in result.stderr and "terminate" not in result.stderr
+
+
+def test_numerics_and_a_pinned_simd_target_are_reported(checkpoint, tmp_path):
+    from ditto_testing.gguf_models import write_llama_gguf
+    quantised = tmp_path / "tiny-q4_k.gguf"
+    write_llama_gguf(quantised, {"default": "Q4_K"}, tied=False, bound=0.5, seed=1)
+    environment = dict(os.environ, DITTO_SIMD_TARGET="avx2")
+    for model, numerics, expected in ((checkpoint, None, "exact"), (str(quantised), None, "int8"),
+                                      (str(quantised), "exact", "exact")):
+        args = ["-m", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json"]
+        args += ["--numerics", numerics] if numerics else []
+        result = subprocess.run([DITTO, "bench", *args], capture_output=True, text=True, timeout=300,
+                                env=environment)
+        assert result.returncode == 0, result.stderr
+        for row in json.loads(result.stdout):
+            assert row["numerics"] == expected and row["kernels"] == "AVX2"
+            assert row["model"].endswith(" " + expected)
+    inspected = subprocess.run([DITTO, "inspect", str(quantised)], capture_output=True, text=True, timeout=60)
+    assert "numerics:        int8 by default for quantised weights" in inspected.stdout
+    refused = subprocess.run([DITTO, "bench", "-m", checkpoint, "-p", "8", "-n", "0"], capture_output=True,
+                             text=True, timeout=60, env=dict(os.environ, DITTO_SIMD_TARGET="NEON"))
+    assert refused.returncode == 1
+    assert "DITTO_SIMD_TARGET=NEON is not a SIMD target of this CPU and build (" in refused.stderr
+    assert "AVX2" in refused.stderr

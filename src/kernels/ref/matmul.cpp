@@ -6,6 +6,7 @@
 namespace ditto::ref {
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  if (w.numerics == Numerics::Int8) return matmul_int8(x, rows, w, y, threads);
   const size_t k_len = w.cols;
   const size_t n_len = w.rows;
   parallel_for(threads, n_len, [&](size_t n_begin, size_t n_end) {

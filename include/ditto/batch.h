@@ -10,6 +10,7 @@
 namespace ditto {
 
 using SequenceId = uint64_t;
+class Pipeline;  // runtime/pipeline.h
 
 // One row of a forward pass: the token at `position` of a sequence. A sequence's rows in a pass
 // continue it: their positions are its length, length + 1, ... in the order of the rows.
@@ -27,6 +28,10 @@ struct BatchOptions {
   int threads = 1;
   bool prefix_cache = true;  // keep finished blocks for reuse by later sequences (open(prompt))
   ForwardObserver* observer = nullptr;  // not owned; must outlive the calls
+  // The head of a pipeline (not owned; must outlive the engine): the model holds stage 0's
+  // layers, each pass runs through every stage, in micro_batches parts (0: two per stage).
+  Pipeline* pipeline = nullptr;
+  size_t micro_batches = 0;
 };
 
 struct KVStats {

@@ -43,8 +43,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return *weights_; }
   size_t parameter_count() const;
-  // Bytes of weights one decode step streams: every matrix once, as packed (the embedding only
-  // as the tied output projection; the one row looked up is negligible).
+  // Bytes of weights one decode step streams: every matrix it holds once, as packed (the
+  // embedding only as the tied output projection; the one row looked up is negligible).
   size_t streamed_weight_bytes() const;
   // Floating-point operations (a multiply-add counts two) to compute one position that attends
   // to `context` keys, with the output projection counted for a share `logit_share` of positions.

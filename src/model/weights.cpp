@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <string>
 
 #include "ditto/error.h"
@@ -69,8 +70,13 @@ std::vector<size_t> interleaved_rope_rows(size_t heads, size_t head_dim) {
 }
 
 // Every tensor of the decoder, in one list for the dry run and the packing.
-std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, QkLayout qk_layout) {
+std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, QkLayout qk_layout, ModelPart part) {
+  part.end_layer = std::min(part.end_layer, c.layers);
+  if (part.first_layer >= part.end_layer)
+    throw Error("layers " + std::to_string(part.first_layer) + ".." + std::to_string(part.end_layer) +
+                " hold no layer of a model of " + std::to_string(c.layers));
   auto weights = std::make_unique<ModelWeights>();
+  weights->part = part;
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
   std::vector<size_t> q_rows, k_rows;  // empty: as stored
@@ -78,8 +84,9 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
     q_rows = interleaved_rope_rows(c.heads, c.head_dim);
     k_rows = interleaved_rope_rows(c.kv_heads, c.head_dim);
   }
-  weights->embedding = take.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
-  for (size_t i = 0; i < c.layers; ++i) {
+  if (part.embedding || (part.head && c.tied_embeddings))
+    weights->embedding = take.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  for (size_t i = part.first_layer; i < part.end_layer; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     LayerWeights layer;
     layer.attention_norm = take.vector(prefix + "input_layernorm.weight", c.hidden_size);
@@ -97,6 +104,7 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
     layer.down = take.matrix(prefix + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
     weights->layers.push_back(std::move(layer));
   }
+  if (!part.head) return weights;
   weights->final_norm = take.vector("model.norm.weight", c.hidden_size);
   if (!c.tied_embeddings) weights->output = take.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   return weights;
@@ -104,16 +112,17 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
 
 }  // namespace
 
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config) {
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part) {
   Packer check(store, /*dry_run=*/true);
-  take_weights(check, config, QkLayout::Transformers);
+  take_weights(check, config, QkLayout::Transformers, part);
   return check.bytes();
 }
 
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout) {
-  require_memory(check_hf_weights(store, config), "packing the model's weights");
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout,
+                                              const ModelPart& part) {
+  require_memory(check_hf_weights(store, config, part), "packing the model's weights");
   Packer pack(store, /*dry_run=*/false);
-  return take_weights(pack, config, qk_layout);
+  return take_weights(pack, config, qk_layout, part);
 }
 
 }  // namespace ditto

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "ditto/model.h"
@@ -16,25 +17,36 @@ struct LayerWeights {
   PackedMatrix gate, up, down;        // gate, up: intermediate x hidden; down: hidden x intermediate
 };
 
+// The part of the decoder a process holds: every layer, or the layers of one pipeline stage. The
+// first stage holds the embedding, the last the final norm and the output projection (and the
+// embedding too when the output is tied to it).
+struct ModelPart {
+  size_t first_layer = 0;
+  size_t end_layer = SIZE_MAX;  // one past the last; SIZE_MAX: to the model's last layer
+  bool embedding = true;        // the tokens' embeddings come in here
+  bool head = true;             // the final norm and the logits come out here
+};
+
 struct ModelWeights {
-  PackedMatrix embedding;             // vocab x hidden
-  std::vector<LayerWeights> layers;
-  std::vector<float> final_norm;      // hidden
-  PackedMatrix output;                // vocab x hidden; unset when tied to the embedding
+  ModelPart part;                     // end_layer set: the layers held are first_layer..end_layer-1
+  PackedMatrix embedding;             // vocab x hidden; unset unless part.embedding or the head is tied to it
+  std::vector<LayerWeights> layers;   // layers[i] is layer part.first_layer + i
+  std::vector<float> final_norm;      // hidden; empty unless part.head
+  PackedMatrix output;                // vocab x hidden; unset when tied to the embedding or without the head
 
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
 
-// Checks that the store holds every tensor of the decoder that `config` describes, each of the
-// shape the config implies (ditto::Error naming the first that is missing or differs), and
-// returns the memory packing them takes.
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config);
+// Checks that the store holds every tensor of the decoder that `config` describes (of `part`),
+// each of the shape the config implies (ditto::Error naming the first that is missing or
+// differs), and returns the memory packing them takes.
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {});
 
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
 // them), checks every shape against the config and the memory they take against the machine's
 // before packing any, and packs them, q and k rows in transformers' order whatever `qk_layout`
 // the store holds.
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
-                                              QkLayout qk_layout = QkLayout::Transformers);
+                                              QkLayout qk_layout = QkLayout::Transformers, const ModelPart& part = {});
 
 }  // namespace ditto

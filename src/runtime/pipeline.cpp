@@ -86,15 +86,36 @@ void Pipeline::configure(size_t kv_blocks, size_t block_size, DType cache, int t
 
 void Pipeline::release() { link_->send(1, kOrders, std::vector<uint64_t>{kRelease}); }
 
+template <class Step>
+void Pipeline::guarded(Step step) {
+  try {
+    step();
+  } catch (const PipelineError& e) {
+    std::lock_guard lock(mutex_);
+    if (!failed_) failure_ = e.what();
+    failed_ = true;
+    throw;
+  }
+}
+
+std::string Pipeline::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
 void Pipeline::send_pass(const StagePass& pass, std::vector<float> hidden, float* logits, size_t logit_floats) {
-  if (logit_floats) link_->receive(stages() - 1, kLogits, logits, logit_floats);
-  link_->send(1, kOrders, encode(pass));
-  link_->send(1, kHidden, std::move(hidden));
+  guarded([&] {
+    if (logit_floats) link_->receive(stages() - 1, kLogits, logits, logit_floats);
+    link_->send(1, kOrders, encode(pass));
+    link_->send(1, kHidden, std::move(hidden));
+  });
 }
 
 void Pipeline::complete_passes() {
-  link_->wait_receives("the logits from the last stage");
-  link_->wait_sends("the hidden state to stage 1");
+  guarded([&] {
+    link_->wait_receives("the logits from the last stage");
+    link_->wait_sends("the hidden state to stage 1");
+  });
 }
 
 void Pipeline::finish() {

@@ -8,8 +8,10 @@
 //
 // Every wait during a pass is bounded by the timeout, and every MPI error is a PipelineError: a
 // stage that dies or a link that breaks ends the run instead of hanging it.
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -87,13 +89,23 @@ class Pipeline {
   void finish();
   // Any thread: every wait in progress or to come fails (a server that stops).
   void stop() { link_->stop(); }
+  // Any thread: whether a pass failed (a stage gone, a link down, stopped), and why.
+  bool failed() const { return failed_; }
+  std::string failure() const;
 
   // A stage after the head: computes the head's passes with the model's layers (the model holds
   // this stage's part) until the head finishes.
   void run_stage(const Model& model);
 
  private:
+  // Runs the head's part of a pass, remembering a failure before it goes on up.
+  template <class Step>
+  void guarded(Step step);
+
   std::unique_ptr<PipelineLink> link_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mutex_;
+  std::string failure_;  // guarded by mutex_
 };
 
 }  // namespace ditto

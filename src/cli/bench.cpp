@@ -92,7 +92,8 @@ Result run_prefill(const std::shared_ptr<const Model>& model, const BenchOptions
 }
 
 // `parallel` sequences decode `generate` tokens each, together: one forward pass of `parallel`
-// rows per step. t/s counts the tokens of all of them.
+// rows per step, or through a pipeline of K stages, K groups of them whose passes follow each
+// other through the stages. t/s counts the tokens of all of them.
 Result run_decode(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, size_t parallel,
                   Pipeline* pipeline) {
   const auto tokens = bench_tokens(o.generate, model->config().vocab_size);
@@ -108,12 +109,18 @@ Result run_decode(const std::shared_ptr<const Model>& model, const BenchOptions&
   for (int r = -1; r < o.repetitions; ++r) {  // r = -1 warms up
     std::vector<SequenceId> sequences(parallel);
     for (SequenceId& id : sequences) id = engine.open();
-    std::vector<BatchRow> rows(parallel);
+    const size_t groups = std::min(parallel, engine.depth());
+    std::vector<BatchRow> rows;
     const auto start = std::chrono::steady_clock::now();
-    for (size_t position = 0; position < tokens.size(); ++position) {
-      for (size_t s = 0; s < parallel; ++s) rows[s] = {sequences[s], tokens[(position + s) % tokens.size()], position, true};
-      engine.forward(rows);
-    }
+    for (size_t position = 0; position < tokens.size(); ++position)
+      for (size_t g = 0; g < groups; ++g) {
+        rows.clear();
+        for (size_t s = g * parallel / groups; s < (g + 1) * parallel / groups; ++s)
+          rows.push_back({sequences[s], tokens[(position + s) % tokens.size()], position, true});
+        if (engine.in_flight() == groups) engine.wait();
+        engine.start(rows);
+      }
+    while (engine.in_flight() > 0) engine.wait();
     if (r >= 0)
       result.tokens_per_second.push_back(double(parallel * o.generate) / seconds(std::chrono::steady_clock::now() - start));
     for (const SequenceId id : sequences) engine.close(id);

@@ -1,6 +1,7 @@
 #include "ditto/batch.h"
 
 #include <algorithm>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
@@ -55,6 +56,13 @@ struct BatchEngine::State {
   std::vector<KVSlot> slots;
   std::vector<ref::AttentionRow> attention;
   std::vector<BlockCopy> copies;  // the pass's copies of shared blocks, for the other stages
+  // Passes started and not yet waited for: their logits (or where they are coming to) and how
+  // many of their micro-batches the last stage sends logits of.
+  struct InFlight {
+    std::vector<float> logits;
+    size_t logit_messages = 0;
+  };
+  std::deque<InFlight> in_flight;
 
   State(const Model& model, const BatchOptions& o)
       : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().layers.size()) {
@@ -122,11 +130,15 @@ struct BatchEngine::State {
     return block == 0 ? KVPool::kRoot : sequence.contents[block - 1];
   }
 
-  // The pass through a pipeline, rows [begin, end) per micro-batch: the head's layers here, then
-  // the rest on the other stages, the logits coming back into `logits`.
-  void forward_stages(const Model& model, std::span<const BatchRow> rows, const BatchOptions& o, float* logits) {
+  // Starts the pass through a pipeline, cut into micro-batches of at least kMicroBatchRows rows
+  // (a prompt chunk's), two per stage at most: the head's layers here, then the rest on the
+  // other stages, the logits coming back into `logits`. Returns the messages of logits to wait for.
+  static constexpr size_t kMicroBatchRows = 16;
+  size_t start_stages(const Model& model, std::span<const BatchRow> rows, const BatchOptions& o, float* logits) {
     Pipeline& pipeline = *o.pipeline;
-    const size_t parts = std::min(rows.size(), o.micro_batches ? o.micro_batches : 2 * pipeline.stages());
+    const size_t parts = o.micro_batches ? std::min(rows.size(), o.micro_batches)
+                                         : std::clamp(rows.size() / kMicroBatchRows, size_t(1), 2 * pipeline.stages());
+    size_t messages = 0;
     const size_t hidden = model.config().hidden_size, vocab = model.config().vocab_size;
     size_t logit_row = 0;
     for (size_t part = 0; part < parts; ++part) {
@@ -149,8 +161,9 @@ struct BatchEngine::State {
       pipeline.send_pass(pass, std::vector<float>(scratch.x.begin(), scratch.x.begin() + ptrdiff_t(n * hidden)),
                          logits + logit_row * vocab, pass.logit_rows.size() * vocab);
       logit_row += pass.logit_rows.size();
+      messages += !pass.logit_rows.empty();
     }
-    pipeline.complete_passes();
+    return messages;
   }
 };
 
@@ -213,6 +226,24 @@ KVStats BatchEngine::kv_stats() const {
 }
 
 std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
+  start(rows);
+  return wait();
+}
+
+size_t BatchEngine::in_flight() const { return state_->in_flight.size(); }
+
+size_t BatchEngine::depth() const { return options_.pipeline ? options_.pipeline->stages() : 1; }
+
+std::vector<float> BatchEngine::wait() {
+  State& s = *state_;
+  if (s.in_flight.empty()) throw Error("no forward pass was started");
+  State::InFlight pass = std::move(s.in_flight.front());  // gone even if waiting fails
+  s.in_flight.pop_front();
+  if (options_.pipeline) options_.pipeline->receive_logits(pass.logit_messages);
+  return std::move(pass.logits);
+}
+
+void BatchEngine::start(std::span<const BatchRow> rows) {
   State& s = *state_;
   const size_t needed = s.plan(rows, model_->config());
   if (needed > s.pool.available())
@@ -243,14 +274,14 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
   for (const BatchRow& row : rows) s.attention.push_back({s.find(row.sequence).blocks.data(), row.position});
 
   const size_t vocab = model_->config().vocab_size;
-  std::vector<float> logits;
+  State::InFlight started;
   try {
-    logits.resize(s.logit_rows.size() * vocab);
+    started.logits.resize(s.logit_rows.size() * vocab);
     if (options_.pipeline)
-      s.forward_stages(*model_, rows, options_, logits.data());
+      started.logit_messages = s.start_stages(*model_, rows, options_, started.logits.data());
     else
-      decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows}, logits.data(),
-                      options_.threads, s.scratch, options_.observer);
+      decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows},
+                      started.logits.data(), options_.threads, s.scratch, options_.observer);
   } catch (...) {
     for (const BatchRow& row : rows) s.trim(s.find(row.sequence));
     throw;
@@ -267,7 +298,7 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
                                                  std::span(sequence.tokens).last(block_size)));
     }
   }
-  return logits;
+  s.in_flight.push_back(std::move(started));
 }
 
 }  // namespace ditto

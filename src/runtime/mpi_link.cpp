@@ -74,13 +74,16 @@ class MpiLink final : public PipelineLink {
     return message;
   }
 
-  void wait_receives(const std::string& what) override {
-    wait(what, false, [&] {
-      int done = 0;
-      check(MPI_Testall(int(receives_.size()), receives_.data(), &done, MPI_STATUSES_IGNORE), "receiving " + what);
-      return done != 0;
-    });
-    receives_.clear();
+  void wait_receives(size_t count, const std::string& what) override {
+    for (; count > 0; --count) {
+      if (receives_.empty()) throw PipelineError(prefix() + "waiting for " + what + " that was never asked for");
+      wait(what, false, [&] {
+        int done = 0;
+        check(MPI_Test(&receives_.front(), &done, MPI_STATUS_IGNORE), "receiving " + what);
+        return done != 0;
+      });
+      receives_.pop_front();
+    }
   }
 
   void wait_sends(const std::string& what) override {
@@ -147,7 +150,7 @@ class MpiLink final : public PipelineLink {
   double timeout_;
   size_t rank_ = 0, size_ = 1;
   std::deque<Send> sends_;
-  std::vector<MPI_Request> receives_;
+  std::deque<MPI_Request> receives_;  // oldest first
   std::atomic<bool> stopped_{false};
 };
 

@@ -111,11 +111,8 @@ void Pipeline::send_pass(const StagePass& pass, std::vector<float> hidden, float
   });
 }
 
-void Pipeline::complete_passes() {
-  guarded([&] {
-    link_->wait_receives("the logits from the last stage");
-    link_->wait_sends("the hidden state to stage 1");
-  });
+void Pipeline::receive_logits(size_t micro_batches) {
+  guarded([&] { link_->wait_receives(micro_batches, "the logits from the last stage"); });
 }
 
 void Pipeline::finish() {
@@ -160,7 +157,7 @@ void Pipeline::run_stage(const Model& model) {
         const size_t rows = pass.positions.size();
         hidden.resize(rows * config.hidden_size);
         link_->receive(stage() - 1, kHidden, hidden.data(), hidden.size());
-        link_->wait_receives("the hidden state from " + stage_name(stage() - 1, stages()));
+        link_->wait_receives(1, "the hidden state from " + stage_name(stage() - 1, stages()));
         for (const BlockCopy& copy : pass.copies) pool->copy(copy.from, copy.to, copy.slots);
         attention.clear();
         for (size_t t = 0; t < rows; ++t) attention.push_back({pass.tables[pass.table_of[t]].data(), pass.positions[t]});

@@ -53,11 +53,11 @@ class PipelineLink {
   // Posts a send; the link keeps the buffer until it is sent.
   virtual void send(size_t to, int tag, std::vector<uint64_t> words) = 0;
   virtual void send(size_t to, int tag, std::vector<float> floats) = 0;
-  // Posts the receive of `count` floats into `into`, complete after wait_receives().
+  // Posts the receive of `count` floats into `into`; wait_receives(n) completes the oldest n.
   virtual void receive(size_t from, int tag, float* into, size_t count) = 0;
   // The next message of words from `from`; without a time limit if `idle` (waiting for work).
   virtual std::vector<uint64_t> receive_words(size_t from, int tag, bool idle, const std::string& what) = 0;
-  virtual void wait_receives(const std::string& what) = 0;
+  virtual void wait_receives(size_t count, const std::string& what) = 0;
   virtual void wait_sends(const std::string& what) = 0;
   virtual void stop() = 0;      // any thread: every wait fails from now on
   virtual void finalize() = 0;  // after a clean end
@@ -80,11 +80,12 @@ class Pipeline {
   // every stage; release(): the engine ends.
   void configure(size_t kv_blocks, size_t block_size, DType cache, int threads);
   void release();
-  // Hands a micro-batch on (hidden: its rows' hidden state after the head's layers) and posts
-  // the receive of its logits from the last stage into `logits` (logit_rows x vocab floats).
+  // Hands a micro-batch on (hidden: its rows' hidden state after the head's layers) and, if it
+  // has logit rows, posts the receive of their logits from the last stage into `logits`
+  // (logit_rows x vocab floats). Micro-batches of later passes may follow before those come.
   void send_pass(const StagePass& pass, std::vector<float> hidden, float* logits, size_t logit_floats);
-  // Waits until the logits of every micro-batch sent have come.
-  void complete_passes();
+  // Waits until the logits of the oldest `micro_batches` micro-batches with logit rows have come.
+  void receive_logits(size_t micro_batches);
   // Ends the run cleanly: the head tells every stage, then every process ends MPI.
   void finish();
   // Any thread: every wait in progress or to come fails (a server that stops).

@@ -142,6 +142,29 @@ def write_gguf(path, arch, quant, add_tokenizer=byte_level_metadata()):
     writer.close()
 
 
+def serve_request_seeds():
+    """A valid request of every endpoint, with every field the parser reads."""
+    chat = {"model": "m", "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Weather in Zürich?"}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "f", "arguments": "{\"city\": \"Zürich\"}"}}]},
+        {"role": "tool", "content": "21", "tool_call_id": "1"}],
+        "max_tokens": 7, "stop": ["\n", "END"], "n": 2, "stream": True, "stream_options": {"include_usage": True},
+        "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.1, "seed": -3, "logprobs": True, "top_logprobs": 3,
+        "presence_penalty": 1, "frequency_penalty": -1, "repetition_penalty": 1.2, "logit_bias": {"5": -100},
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        "chat_template_kwargs": {"enable_thinking": False}}
+    return {
+        "chat": (0, chat),
+        "completion_text": (1, {"prompt": ["Once upon", "a time"], "max_tokens": 16, "logprobs": 2, "echo": False,
+                                "add_special_tokens": False}),
+        "completion_ids": (1, {"prompt": [[1, 2, 3], [4]], "n": 3, "best_of": 3, "ignore_eos": True}),
+        "tokenize": (2, {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": False}),
+        "detokenize": (3, {"tokens": [0, 1, 2147483647]}),
+    }
+
+
 def write_corpus(directory):
     os.makedirs(f"{directory}/tokenizer_json", exist_ok=True)
     for name, document in tokenizer_seeds():
@@ -221,6 +244,12 @@ def write_corpus(directory):
                        ("qwen3_variables", b"\x01" + qwen3_template.encode() + b"\x00" + variables.encode())]:
         with open(f"{directory}/chat_template/{name}", "wb") as f:
             f.write(seed)
+
+    # The server-request target's first byte: 0 chat, 1 completions, 2 tokenize, 3 detokenize.
+    os.makedirs(f"{directory}/serve_request", exist_ok=True)
+    for name, (endpoint, body) in serve_request_seeds().items():
+        with open(f"{directory}/serve_request/{name}", "wb") as f:
+            f.write(bytes([endpoint]) + json.dumps(body, ensure_ascii=False).encode())
 
 
 def write_real_gguf(directory):

@@ -10,7 +10,7 @@
 #   scripts/fuzz.sh --merge [TARGET ...]        copy into fuzz/corpus/TARGET the inputs of
 #                                               build-fuzz/corpus/TARGET (up to 4 KiB) that add coverage
 #
-# TARGET: gguf safetensors config tokenizer_json tokenizer chat_template (default: all of them).
+# TARGET: gguf safetensors config tokenizer_json tokenizer chat_template serve_request (default: all).
 # Prints a line per target: executions, seconds, executions per second, coverage (cov: edges, ft:
 # features) and corpus size. A crash, leak, timeout or broken promise leaves its input in
 # build-fuzz/artifacts/TARGET/ and makes the exit status 1. A long campaign takes only idle CPU:
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_TARGETS=(gguf safetensors config tokenizer_json tokenizer chat_template)
+ALL_TARGETS=(gguf safetensors config tokenizer_json tokenizer chat_template serve_request)
 mode=fuzz
 seconds=60
 runs=-1

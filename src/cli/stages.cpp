@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "ditto/error.h"
 #include "model/stages.h"
@@ -41,6 +43,11 @@ void add_stage_options(CLI::App* command, StageOptions& o) {
 std::unique_ptr<Pipeline> start_stages(const StageOptions& o, LoadOptions& load, bool own_signals) {
   if (o.stages == 1) {
     if (!o.split.empty()) throw Error("--split cuts the model into --stages: give --stages too");
+    // Without --stages, each of mpirun's processes would run the whole command by itself.
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (size && std::string(size) != "1")
+      throw Error(std::string("this is one of ") + size + " processes that mpirun started: give --stages " + size +
+                  " to cut the model into that many stages");
     return nullptr;
   }
   std::unique_ptr<Pipeline> pipeline = Pipeline::start(o.stages, o.timeout);

@@ -82,12 +82,24 @@ def test_a_split_given_by_layer_counts_gives_the_same_bits(model_dir, prompt_fil
     assert generate(model_dir, prompt_file, 2, "--hash", "--split", "4,1") == generate(model_dir, prompt_file, 1, "--hash")
 
 
+def test_the_default_split_balances_the_weight_bytes(model_dir):
+    # Five equal layers and an output projection (512 x 64) of about 0.9 of one: 3 + (2 + head)
+    # in two stages, 2 + 2 + (1 + head) in three.
+    for stages, parts in [(2, ["layers 3..4 + logits"]), (3, ["layers 2..3", "layers 4..4 + logits"])]:
+        result = subprocess.run(mpirun(stages) + [DITTO, "generate", "-m", model_dir, "--tokens", "1 2", "-n", "1",
+                                                  "--stages", str(stages)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        for stage, part in enumerate(parts, 1):
+            assert f"ditto: stage {stage} of {stages}: {part}\n" in result.stderr
+
+
 @pytest.mark.parametrize("command,message", [
     (mpirun(2) + [DITTO, "generate", "--stages", "2", "--split", "2,2"],
      "--split: the layer counts must be at least 1 each and add up to the model's 5 layers"),
     (mpirun(2) + [DITTO, "generate", "--stages", "2", "--split", "1,1,3"], "--split gives 3 layer counts for 2 stages"),
     ([DITTO, "generate", "--stages", "2"], "--stages 2 needs as many processes, but mpirun started 1"),
     ([DITTO, "generate", "--split", "2,3"], "--split cuts the model into --stages: give --stages too"),
+    (mpirun(2) + [DITTO, "generate"], "this is one of 2 processes that mpirun started: give --stages 2"),
 ])
 def test_bad_stage_options_get_a_clear_error(model_dir, command, message):
     result = subprocess.run(command + ["-m", model_dir, "--tokens", "1 2 3", "-n", "2"], capture_output=True,

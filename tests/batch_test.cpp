@@ -165,6 +165,12 @@ const ModelCase kModels[] = {
      DType::BF16},
     {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes())); },
      DType::F32},
+    // Every layer windowed: blocks behind the window go back to the pool as sequences run.
+    {"mistral_window_7",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("mistral"), "batch-mistral")); }, DType::F32},
+    // Experts gathered across the rows of a pass: each row still sums its own experts alone.
+    {"mixtral_top2_of_4",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("mixtral"), "batch-mixtral")); }, DType::F16},
 };
 
 class BatchInvariance : public ::testing::TestWithParam<ModelCase> {};
@@ -361,6 +367,64 @@ TEST_F(BatchEngineTest, CachedBlocksMakeWayLeastRecentlyUsedFirst) {
   engine.close(id);
   EXPECT_EQ(engine.length(engine.open(two)), 31u);
   EXPECT_EQ(engine.length(engine.open(one)), 0u);
+}
+
+// A window of W positions needs at most the blocks that hold the last W positions and the
+// chunk being computed: the others go back to the pool (published ones to the prefix cache,
+// from which a later sequence with the same beginning still takes them).
+TEST(SlidingWindowBlocks, BlocksBehindTheWindowAreReleasedAndStillServeThePrefixCache) {
+  const TinyConfig config = testing::tiny_family("mistral");  // window 7 in every layer
+  const auto model = Model::load(testing::write_checkpoint(config, "window-blocks"));
+  BatchOptions options;
+  options.kv_blocks = 40;
+  options.block_size = 4;
+  BatchEngine engine(model, options);
+  SplitMix64 rng(21);
+  Tokens prompt(100);
+  for (auto& id : prompt) id = int32_t(rng.next() % config.vocab);
+  const SequenceId a = engine.open(prompt);
+  const size_t chunk = 5, vocab = config.vocab;
+  std::vector<float> logits;
+  for (size_t at = 0; at < prompt.size(); at += chunk) {
+    std::vector<BatchRow> rows;
+    for (size_t p = at; p < std::min(at + chunk, prompt.size()); ++p) rows.push_back({a, prompt[p], p, true});
+    const auto pass = engine.forward(rows);
+    logits.insert(logits.end(), pass.begin(), pass.end());
+    // What the next row reads before it, 6 positions, lies in at most 3 blocks of 4.
+    EXPECT_LE(engine.kv_stats().used, 3u) << "after position " << at + rows.size();
+  }
+  const auto expected = alone(model, prompt, DType::F32);
+  ASSERT_EQ(logits.size(), expected.size());
+  EXPECT_EQ(std::memcmp(logits.data(), expected.data(), logits.size() * sizeof(float)), 0);
+  engine.close(a);
+  expect_kv_pool_idle(engine);
+  EXPECT_EQ(engine.kv_stats().cached, 25u);  // every block of the prompt, released early or not
+
+  // The same prompt again: every block but the last position comes from the cache, and the last
+  // position's logits are the alone bits.
+  const SequenceId b = engine.open(prompt);
+  EXPECT_EQ(engine.length(b), prompt.size() - 1);
+  EXPECT_EQ(engine.kv_stats().used, 2u);  // positions 93 .. 98 of blocks 23 and 24
+  const auto last = engine.forward(std::vector<BatchRow>{{b, prompt.back(), prompt.size() - 1, true}});
+  EXPECT_EQ(std::memcmp(last.data(), &expected[(prompt.size() - 1) * vocab], vocab * sizeof(float)), 0);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+// A model with a layer that sees every position keeps every block (Qwen2's lower layers).
+TEST(SlidingWindowBlocks, AGlobalLayerKeepsEveryBlock) {
+  const TinyConfig config = testing::tiny_family("qwen2");  // layer 0 global, layer 1 a window of 5
+  BatchOptions options;
+  options.kv_blocks = 8;
+  options.block_size = 4;
+  BatchEngine engine(Model::load(testing::write_checkpoint(config, "window-global")), options);
+  const SequenceId a = engine.open();
+  std::vector<BatchRow> rows;
+  for (size_t p = 0; p < 30; ++p) rows.push_back({a, int32_t(p % config.vocab), p, false});
+  engine.forward(rows);
+  EXPECT_EQ(engine.kv_stats().used, 8u);
+  engine.close(a);
+  expect_kv_pool_idle(engine);
 }
 
 TEST_F(BatchEngineTest, AFullPoolRefusesThePassAndChangesNothing) {

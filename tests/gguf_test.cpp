@@ -284,7 +284,7 @@ TEST(GgufErrors, ModelsDittoDoesNotRun) {
   expect_error([&] { Model::load(testing::write_gguf("yarn", scaling.bytes())); }, "rope scaling of type 'yarn'");
   GgufWriter extra = tiny_llama(DType::Q4_1);
   extra.tensor("blk.0.attn_q.bias", kF32, {64}, std::vector<unsigned char>(256, 0));
-  expect_error([&] { Model::load(testing::write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a decoder");
+  expect_error([&] { Model::load(testing::write_gguf("bias", extra.bytes())); }, "'blk.0.attn_q.bias' is not part of a llama decoder");
   // GGUF metadata goes through config.json's checks (model/config.cpp), named as GGUF's.
   expect_error([&] { Model::load(testing::write_gguf("eps", tiny_llama(DType::Q4_1, -1e-5f).bytes())); },
                "GGUF: rms_norm_eps (llama.attention.layer_norm_rms_epsilon) is -1e-05, outside the accepted range 0..1");

@@ -103,7 +103,13 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                          ::testing::Values(ModelCase{"qwen3_bf16", TinyConfig{}, DType::F32},
                                            ModelCase{"qwen3_bf16_cache_bf16", TinyConfig{}, DType::BF16},
                                            ModelCase{"llama_tied_f32_cache_f16", llama_tied_f32(), DType::F16},
-                                           ModelCase{"qwen3_f16", qwen3_f16(), DType::F32}),
+                                           ModelCase{"qwen3_f16", qwen3_f16(), DType::F32},
+                                           ModelCase{"qwen2_window", testing::tiny_family("qwen2"), DType::F32},
+                                           ModelCase{"mistral_window_cache_bf16", testing::tiny_family("mistral"), DType::BF16},
+                                           ModelCase{"phi3", testing::tiny_family("phi3"), DType::F32},
+                                           ModelCase{"llama3_rope", testing::tiny_family("llama"), DType::F32},
+                                           ModelCase{"mixtral", testing::tiny_family("mixtral"), DType::F16},
+                                           ModelCase{"qwen3_moe", testing::tiny_family("qwen3_moe"), DType::F32}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The bits of the default tiny model, pinned: a change here means ditto computes a different
@@ -119,6 +125,34 @@ TEST(GoldenHash, TinyQwen3LogitsArePinnedOnEveryTarget) {
     EXPECT_EQ(hash.hex(), "0cefd75b70cdbd05");
   });
 }
+
+// The same for a model of each family (testing::tiny_family: llama with llama3 RoPE), so that
+// what each computes beyond Qwen3 is pinned too.
+struct GoldenCase {
+  const char* arch;
+  const char* hash;
+};
+
+class FamilyGoldenHash : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(FamilyGoldenHash, LogitsArePinnedOnEveryTarget) {
+  const TinyConfig config = testing::tiny_family(GetParam().arch);
+  const auto model = Model::load(testing::write_checkpoint(config, std::string("golden-") + GetParam().arch));
+  testing::for_each_target([&] {
+    Session session(model, {64, DType::F32, 2});
+    const auto logits = session.prefill(prompt_of(33, config.vocab), Logits::All);
+    LogitsHash hash;
+    hash.update(logits.data(), logits.size());
+    EXPECT_EQ(hash.hex(), GetParam().hash);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGoldenHash,
+                         ::testing::Values(GoldenCase{"qwen2", "5455a1ff710685ec"}, GoldenCase{"mistral", "6a728c8cd7e44a41"},
+                                           GoldenCase{"phi3", "69fa3fe93074305c"}, GoldenCase{"llama", "3c0d8b29259d4465"},
+                                           GoldenCase{"mixtral", "66b5796a984c7d81"},
+                                           GoldenCase{"qwen3_moe", "ed64afb8271d9022"}),
+                         [](const auto& info) { return std::string(info.param.arch); });
 
 TEST(SessionErrors, TooLongPromptIsRefusedAndTheSessionStaysUsable) {
   const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "too-long"));

@@ -113,8 +113,9 @@ TEST(Simd, RmsNormMatchesReference) {
 
 TEST(Simd, RopeMatchesReference) {
   for (size_t head_dim : {2, 6, 16, 24, 64, 128}) {
-    std::vector<float> cos(head_dim / 2), sin(head_dim / 2);
-    ref::rope_angles(1000000.0, head_dim, 977, cos.data(), sin.data());
+    std::vector<float> inv_freq(head_dim / 2), cos(head_dim / 2), sin(head_dim / 2);
+    ref::rope_inverse_frequencies(1000000.0, head_dim, inv_freq.data());
+    ref::rope_angles(inv_freq.data(), head_dim / 2, 977, cos.data(), sin.data());
     const auto x = random_floats(5 * head_dim, head_dim, 2.0f);
     auto expected = x;
     ref::rope(expected.data(), 5, head_dim, cos.data(), sin.data());

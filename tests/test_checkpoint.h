@@ -49,7 +49,19 @@ struct TinyConfig {
   bool tied = false;
   DType dtype = DType::BF16;
   uint64_t seed = 20261129;
+  // Family options: a sliding window (every layer; qwen2: the layers from 1 on), Llama 3.1's
+  // RoPE scaling, and for mixtral / qwen3_moe the experts (qwen3_moe: of expert_intermediate
+  // each, renormalised with norm_topk_prob).
+  size_t window = 0;
+  bool llama3_rope = false;
+  size_t experts = 4, experts_per_token = 2, expert_intermediate = 24;
+  bool norm_topk_prob = true;
 };
+
+// A tiny model of each family beyond qwen3 and llama, its own options set: qwen2 with a window
+// on its upper layer, mistral with a window of 7, phi3, llama with llama3 RoPE, mixtral
+// (top-2 of 4) and qwen3_moe (top-1 of 5, not renormalised).
+TinyConfig tiny_family(const std::string& arch);
 
 std::string config_json(const TinyConfig& config);
 // The tensors of a decoder checkpoint with weights from SplitMix64(seed).

@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ditto {
 
@@ -20,9 +21,29 @@ struct ModelConfig {
   size_t max_positions = 0;
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
+  // Llama 3.1's RoPE scaling ("rope_type": "llama3"): low frequencies divided by `factor`, the
+  // band between the two wavelengths interpolated. factor 0: plain RoPE.
+  struct Llama3Rope {
+    double factor = 0.0, low_freq_factor = 0.0, high_freq_factor = 0.0, original_max_positions = 0.0;
+  } llama3_rope;
   // What the family's blocks do differently (set by its src/model/architectures/ file):
   bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3)
+  bool qkv_bias = false;          // biases added after the q, k and v projections (Qwen2)
   bool tied_embeddings = false;   // the output projection is the embedding matrix
+  // Per layer, how far back a row attends: 0 = to every earlier position, W = to the last W
+  // positions, its own included (a sliding window: Mistral, Qwen2's upper layers). Empty when no
+  // layer has a window.
+  std::vector<size_t> sliding_windows;
+  // A mixture of experts (Mixtral, Qwen3-MoE) in the layers marked in sparse_layers, a dense MLP
+  // of intermediate_size in the others: a router picks experts_per_token of `experts` MLPs of
+  // expert_intermediate_size for each row; their outputs are summed weighted by the router's
+  // softmax, renormalised over the chosen ones if normalize_top_k. experts 0: dense everywhere.
+  size_t experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
+  bool normalize_top_k = false;
+  std::vector<bool> sparse_layers;
+
+  size_t window(size_t layer) const { return layer < sliding_windows.size() ? sliding_windows[layer] : 0; }
+  bool sparse(size_t layer) const { return layer < sparse_layers.size() && sparse_layers[layer]; }
   int64_t bos_token_id = -1;      // -1: none
   int64_t eos_token_id = -1;
 };
@@ -44,10 +65,12 @@ class Model {
   const ModelWeights& weights() const { return *weights_; }
   size_t parameter_count() const;
   // Bytes of weights one decode step streams: every matrix it holds once, as packed (the
-  // embedding only as the tied output projection; the one row looked up is negligible).
+  // embedding only as the tied output projection; the one row looked up is negligible), of a
+  // mixture of experts the router and experts_per_token experts' worth.
   size_t streamed_weight_bytes() const;
   // Floating-point operations (a multiply-add counts two) to compute one position that attends
-  // to `context` keys, with the output projection counted for a share `logit_share` of positions.
+  // to `context` keys (at most its window in a windowed layer; the experts it is routed to in a
+  // mixture), with the output projection counted for a share `logit_share` of positions.
   double flops_per_position(double context, double logit_share) const;
   // The type of the layers' matrices, e.g. "bf16" or "q4_1".
   std::string weight_type() const;

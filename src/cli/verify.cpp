@@ -231,9 +231,9 @@ void register_verify(CLI::App& app) {
       "(run R)` with I counted from 0, or 〃 for the same divergence as the cell to its left. Exit status 0\n"
       "only if every cell is `same`.\n"
       "--trace also hashes every intermediate at every position (per layer: attn_norm, q, k, v (q and k\n"
-      "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down, mlp_residual;\n"
-      "and the embedding) and names the first layer and operation where the first diverging run departs\n"
-      "from the baseline, comparing the positions whose input tokens agree.");
+      "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down (a mixture of\n"
+      "experts: router, experts), mlp_residual; and the embedding) and names the first layer and operation\n"
+      "where the first diverging run departs from the baseline, comparing the positions whose input tokens agree.");
   cmd->add_option("-m,--model", options->model, "GGUF file or checkpoint directory (config.json + safetensors)")
       ->required();
   CLI::Option* prompts = cmd->add_option(

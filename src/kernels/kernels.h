@@ -23,8 +23,12 @@ uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_tempe
 void sampling_weights(const float* z, size_t n, float max, float inverse_temperature, uint64_t* weights);
 
 // Not on the hot path: the reference serves.
+using ref::add_bias;
 using ref::embedding_row;
+using ref::llama3_scale_frequencies;
 using ref::rope_angles;
+using ref::rope_inverse_frequencies;
+using ref::route_top_k;
 
 // The Highway target the kernels run on now (e.g. "AVX3", "AVX2").
 std::string target_name();

@@ -12,6 +12,11 @@ namespace ditto {
 // instead of having the OS map and zero fresh pages every time.
 struct DecoderScratch {
   std::vector<float> x, normed, projected, q, k, v, attended, gate, up, cos, sin;
+  // A mixture of experts: router logits, the chosen experts' weights and indices (per row), and
+  // an expert's rows gathered, its gate and up, and its output.
+  std::vector<float> router, route_weights, expert_in, expert_gate, expert_up, expert_out;
+  std::vector<uint32_t> route_experts;
+  std::vector<float> inv_freq;  // RoPE's, head_dim / 2
 };
 
 // Where a row's keys and values go in the paged cache.

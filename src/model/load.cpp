@@ -55,7 +55,7 @@ void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel&
   auto file = std::make_shared<MappedFile>(path);
   const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
   out.config = gguf_model_config(gguf);
-  if (options.weights) out.model = pack(gguf_tensor_store(file, gguf), out.config, /*from_gguf=*/true, options);
+  if (options.weights) out.model = pack(gguf_tensor_store(file, gguf, out.config), out.config, /*from_gguf=*/true, options);
   if (options.tokenizer && options.tokenizer_file.empty() && gguf.has("tokenizer.ggml.model")) {
     try {
       out.tokenizer = Tokenizer::from_json(gguf_tokenizer_json(gguf));

@@ -9,12 +9,20 @@
 
 namespace ditto {
 
+// One expert of a mixture: gate, up: expert_intermediate x hidden; down: hidden x expert_intermediate.
+struct ExpertWeights {
+  PackedMatrix gate, up, down;
+};
+
 struct LayerWeights {
   std::vector<float> attention_norm;  // hidden
   PackedMatrix q, k, v, o;            // q: heads*head_dim x hidden, ..., o: hidden x heads*head_dim
+  std::vector<float> q_bias, k_bias, v_bias;  // as wide as q, k, v; empty unless config.qkv_bias
   std::vector<float> q_norm, k_norm;  // head_dim each; empty unless config.qk_norm
   std::vector<float> mlp_norm;        // hidden
-  PackedMatrix gate, up, down;        // gate, up: intermediate x hidden; down: hidden x intermediate
+  PackedMatrix gate, up, down;        // gate, up: intermediate x hidden; down: hidden x intermediate (dense layers)
+  PackedMatrix router;                // experts x hidden (sparse layers, config.sparse(l))
+  std::vector<ExpertWeights> experts;
 };
 
 // The part of the decoder a process holds: every layer, or the layers of one pipeline stage. The
@@ -33,6 +41,9 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;   // layers[i] is layer part.first_layer + i
   std::vector<float> final_norm;      // hidden; empty unless part.head
   PackedMatrix output;                // vocab x hidden; unset when tied to the embedding or without the head
+  // llama.cpp's rope_freqs (GGUF files of Llama 3.1): RoPE's inverse frequency i is divided by
+  // entry i (head_dim / 2 of them), on every stage. Empty: none.
+  std::vector<float> rope_divisors;
 
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
 };
@@ -41,6 +52,10 @@ struct ModelWeights {
 // each of the shape the config implies (ditto::Error naming the first that is missing or
 // differs), and returns the memory packing them takes.
 size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {});
+
+// The store's tensors that the decoder `config` describes does not read (a GGUF file may hold
+// none: each would be something of the model left out of the computation).
+std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config);
 
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
 // them), checks every shape against the config and the memory they take against the machine's

@@ -16,11 +16,27 @@ namespace ditto {
 
 namespace {
 
+// A block-table entry whose block went back to the pool: its positions lie before every
+// layer's window, so no row of the sequence reads them again.
+constexpr uint32_t kReleasedBlock = UINT32_MAX;
+
 struct Sequence {
   std::vector<int32_t> tokens;                 // the token of every position written
   std::vector<uint32_t> blocks;                // block table: position p lies in blocks[p / block_size]
   std::vector<KVPool::ContentId> contents;     // content ids of its full blocks, once published
+  size_t released = 0;                         // blocks[0 .. released) are kReleasedBlock
 };
+
+// How many positions back, its own included, any layer of the model reads: the widest sliding
+// window, or 0 when a layer reads every position (then no block is ever released).
+size_t attention_reach(const ModelConfig& config) {
+  size_t reach = 0;
+  for (size_t l = 0; l < config.layers; ++l) {
+    if (config.window(l) == 0) return 0;
+    reach = std::max(reach, config.window(l));
+  }
+  return reach;
+}
 
 size_t blocks_for(size_t positions, size_t block_size) {
   return checked_round_up(positions, block_size, "a count of KV blocks") / block_size;
@@ -64,8 +80,11 @@ struct BatchEngine::State {
   };
   std::deque<InFlight> in_flight;
 
+  size_t reach;  // attention_reach of the model
+
   State(const Model& model, const BatchOptions& o)
-      : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().layers.size()) {
+      : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().layers.size()),
+        reach(attention_reach(model.config())) {
     for (size_t l = 0; l < model.weights().layers.size(); ++l) layers.push_back(pool.layer(l));
   }
 
@@ -123,6 +142,18 @@ struct BatchEngine::State {
     while (sequence.blocks.size() > blocks_for(sequence.tokens.size(), pool.block_size())) {
       pool.release(sequence.blocks.back());
       sequence.blocks.pop_back();
+    }
+  }
+
+  // Gives back the blocks that lie wholly before the first position the sequence's next row
+  // reads in any layer. A published one stays in the prefix cache for prompts that start alike.
+  void release_behind_windows(Sequence& sequence) {
+    const size_t next = sequence.tokens.size();
+    if (reach == 0 || next + 1 <= reach) return;
+    const size_t behind = (next + 1 - reach) / pool.block_size();
+    for (; sequence.released < behind; ++sequence.released) {
+      pool.release(sequence.blocks[sequence.released]);
+      sequence.blocks[sequence.released] = kReleasedBlock;
     }
   }
 
@@ -192,6 +223,7 @@ SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
     sequence.contents = std::move(match.contents);
     sequence.tokens.assign(prompt.begin(), prompt.begin() + ptrdiff_t(match.positions));
     state_->prefix_hit_positions += match.positions;
+    state_->release_behind_windows(sequence);
   }
   const SequenceId id = state_->next_id++;
   state_->sequences.emplace(id, std::move(sequence));
@@ -207,7 +239,7 @@ void BatchEngine::close(SequenceId id) {
     pool.publish(sequence.blocks.back(), state_->parent_of(sequence, sequence.blocks.size() - 1),
                  std::span(sequence.tokens).last(tail));
   // Last block first, so that the cache lets go of a sequence's end before its beginning.
-  for (size_t b = sequence.blocks.size(); b-- > 0;) pool.release(sequence.blocks[b]);
+  for (size_t b = sequence.blocks.size(); b-- > sequence.released;) pool.release(sequence.blocks[b]);
   state_->sequences.erase(id);
 }
 
@@ -298,6 +330,7 @@ void BatchEngine::start(std::span<const BatchRow> rows) {
                                                  std::span(sequence.tokens).last(block_size)));
     }
   }
+  for (const BatchRow& row : rows) s.release_behind_windows(s.find(row.sequence));
   s.in_flight.push_back(std::move(started));
 }
 

@@ -15,6 +15,17 @@ namespace ditto::ref {
 // starting from +0.0f. x is rows x W.cols, y is rows x W.rows.
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
 
+// y[m][n] = y[m][n] + bias[n] for `rows` rows of n values: a projection's bias (Qwen2's q, k and
+// v), added after its matmul.
+void add_bias(float* y, size_t rows, size_t n, const float* bias);
+
+// The router of a mixture of experts, for one row of `experts` logits: p = softmax(logits)
+// (the maximum m, e_i = exp_f32(l_i - m), total = sum16 of e with +, p_i = e_i / total); the k
+// largest p, a tie going to the lower expert index; with `normalize`, each of those divided by
+// their sum (added from +0.0f in decreasing order of p). Writes the k chosen experts to `chosen`
+// in increasing index order, and their weights in the same order to `weights`.
+void route_top_k(const float* logits, size_t experts, size_t k, bool normalize, uint32_t* chosen, float* weights);
+
 // Copies row `token` of the embedding matrix, widened to f32.
 void embedding_row(const MatrixView& table, size_t token, float* out);
 
@@ -82,10 +93,19 @@ void attention(const float* q, std::span<const AttentionRow> rows, const KVLayer
 
 namespace ditto::ref {
 
-// The RoPE angles of one position, as transformers computes them in f32:
-// inv_freq[i] = 1 / theta^(2i / head_dim), angle = position * inv_freq[i], then cos and sin
-// (evaluated in double by math.h and rounded once to f32). cos/sin hold head_dim/2 values.
-void rope_angles(double theta, size_t head_dim, size_t position, float* cos, float* sin);
+// RoPE's inverse frequencies as transformers computes them in f32:
+// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2 (the power by math.h in double).
+void rope_inverse_frequencies(double theta, size_t head_dim, float* inv_freq);
+
+// Llama 3.1's "llama3" scaling of `count` inverse frequencies, in transformers' f32 operations
+// (docs/numerics.md): wavelengths 2π / f beyond original / low_freq_factor divide f by
+// `factor`, those below original / high_freq_factor keep it, the band between interpolates.
+void llama3_scale_frequencies(float* inv_freq, size_t count, double factor, double low_freq_factor,
+                              double high_freq_factor, double original_max_positions);
+
+// The RoPE angles of one position: angle = position * inv_freq[i] (f32), then cos and sin
+// (evaluated in double by math.h and rounded once to f32), `count` of each.
+void rope_angles(const float* inv_freq, size_t count, size_t position, float* cos, float* sin);
 
 }  // namespace ditto::ref
 

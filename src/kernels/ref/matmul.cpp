@@ -19,6 +19,11 @@ void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int thre
   });
 }
 
+void add_bias(float* y, size_t rows, size_t n, const float* bias) {
+  for (size_t m = 0; m < rows; ++m)
+    for (size_t i = 0; i < n; ++i) y[m * n + i] = y[m * n + i] + bias[i];
+}
+
 void embedding_row(const MatrixView& table, size_t token, float* out) {
   for (size_t k = 0; k < table.cols; ++k) out[k] = table.at(token, k);
 }

@@ -253,6 +253,34 @@ TEST_F(BatchEngineTest, PrefixHitGivesTheColdBits) {
   expect_kv_pool_idle(engine);
 }
 
+// Passes started before the earlier ones are waited for (as through a pipeline's stages), one
+// continuing a sequence whose previous rows are still in flight: each wait() returns its own
+// pass's logits, oldest first, with the bits of the sequences alone.
+TEST_F(BatchEngineTest, PassesInFlightAreWaitedForInOrderWithTheAloneBits) {
+  BatchEngine engine(model_, options(16));
+  const Tokens a_tokens = tokens(21, 4), b_tokens = tokens(7, 5);
+  const SequenceId a = engine.open(), b = engine.open();
+  std::vector<BatchRow> first, second, third;
+  for (size_t p = 0; p < 13; ++p) first.push_back({a, a_tokens[p], p, true});
+  for (size_t p = 0; p < b_tokens.size(); ++p) second.push_back({b, b_tokens[p], p, true});
+  for (size_t p = 13; p < a_tokens.size(); ++p) third.push_back({a, a_tokens[p], p, true});
+  engine.start(first);
+  engine.start(second);
+  engine.start(third);
+  EXPECT_EQ(engine.in_flight(), 3u);
+  std::vector<float> a_logits = engine.wait();
+  const std::vector<float> b_logits = engine.wait();
+  const std::vector<float> rest = engine.wait();
+  a_logits.insert(a_logits.end(), rest.begin(), rest.end());
+  expect_alone_bits(a_logits, a_tokens, 0);
+  expect_alone_bits(b_logits, b_tokens, 0);
+  EXPECT_EQ(engine.in_flight(), 0u);
+  expect_error([&] { engine.wait(); }, "no forward pass was started");
+  engine.close(a);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
 // A prompt cached whole still computes its last position, for its logits.
 TEST_F(BatchEngineTest, AWholeCachedPromptRecomputesItsLastPosition) {
   BatchEngine engine(model_, options(16));

@@ -151,7 +151,8 @@ std::vector<float> awkward_rows(size_t rows, size_t cols, uint64_t seed) {
 
 TEST(Int8Rounding, EveryTargetRoundsAsTheReference) {
   for (const size_t group : {size_t(16), size_t(32)})
-    for (const auto& [rows, cols] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {3, 256}, {17, 96}}) {
+    for (const auto& shape : std::vector<std::pair<size_t, size_t>>{{1, 32}, {3, 256}, {17, 96}}) {
+      const size_t rows = shape.first, cols = shape.second;  // named, not bound: lambdas capture them
       const auto x = awkward_rows(rows, cols, rows + cols);
       ref::Int8Rows expected;
       ref::quantize_rows(x.data(), rows, cols, group, expected);

@@ -175,8 +175,9 @@ TEST(Simd, AttentionMatchesReference) {
     for (Shape s : {Shape{1, 1, 16, 0, 1}, Shape{4, 2, 64, 0, 37}, Shape{8, 2, 128, 19, 13}, Shape{3, 1, 32, 100, 1},
                     Shape{2, 2, 24, 5, 7}, Shape{6, 3, 48, 16, 17}}) {
       // Windows: none, one key, shorter than a block, across blocks, longer than every row.
-      for (const auto& [block_size, window] : {std::pair<size_t, size_t>{1, 0}, {5, 0}, {16, 0}, {5, 1}, {5, 3}, {16, 7},
-                                              {16, 21}, {1, 1000}}) {
+      for (const auto& block_and_window : {std::pair<size_t, size_t>{1, 0}, {5, 0}, {16, 0}, {5, 1}, {5, 3}, {16, 7},
+                                           {16, 21}, {1, 1000}}) {
+        const size_t block_size = block_and_window.first, window = block_and_window.second;
         // Two sequences: one prefilling `rows` rows after first_pos, one decoding at a prime depth.
         const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, block_size, {s.first_pos + s.rows, 23}, 11);
         std::vector<ref::AttentionRow> rows;
@@ -326,9 +327,10 @@ TEST(Simd, BlockMaxAndFirstIndexMatchReference) {
 TEST(Simd, IndicesInRangeMatchesReference) {
   for (const size_t n : kRowSizes) {
     const auto x = random_floats(n, n + 1, 4.0f);
-    for (const auto& [low, high] : std::vector<std::pair<float, float>>{
+    for (const auto& range : std::vector<std::pair<float, float>>{
              {-INFINITY, INFINITY}, {-1.0f, INFINITY}, {3.5f, INFINITY}, {x[n / 2], INFINITY}, {10.0f, INFINITY},
              {-1.0f, 1.0f}, {-INFINITY, x[n / 2]}, {x[n / 2], x[n / 2]}, {2.0f, -2.0f}}) {
+      const float low = range.first, high = range.second;
       std::vector<uint32_t> expected(n);
       expected.resize(ref::indices_in_range(x.data(), n, low, high, expected.data()));
       for_each_target([&] {

@@ -68,9 +68,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return *weights_; }
   size_t parameter_count() const;
-  // Bytes of weights one decode step streams: every matrix once, as packed (the embedding only
-  // as the tied output projection; the one row looked up is negligible), of a mixture of experts
-  // the router and experts_per_token experts' worth.
+  // Bytes of weights one decode step streams: every matrix it holds once, as packed (the
+  // embedding only as the tied output projection; the one row looked up is negligible), of a
+  // mixture of experts the router and experts_per_token experts' worth.
   size_t streamed_weight_bytes() const;
   // Floating-point operations (a multiply-add counts two) to compute one position that attends
   // to `context` keys (at most its window in a windowed layer; the experts it is routed to in a

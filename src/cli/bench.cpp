@@ -13,8 +13,10 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stages.h"
 #include "ditto/batch.h"
 #include "ditto/error.h"
+#include "ditto/load.h"
 #include "kernels/kernels.h"
 #include "tensor/limits.h"
 
@@ -35,6 +37,7 @@ struct BenchOptions {
   size_t kv_budget = 0;
   std::string numerics;
   std::string output = "md";
+  StageOptions stages;
 };
 
 struct Result {
@@ -82,8 +85,9 @@ size_t prefill_chunk(size_t chunk, size_t prompt) { return chunk ? std::min(chun
 // start at position `depth` (several sequences share it, as a common system prompt).
 class DepthContext {
  public:
-  DepthContext(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, DType cache, size_t depth)
-      : engine_(model, engine_options(*model, o, threads, cache, depth)),
+  DepthContext(const std::shared_ptr<const Model>& model, const BenchOptions& o, int threads, DType cache, size_t depth,
+               Pipeline* pipeline)
+      : engine_(model, engine_options(*model, o, threads, cache, depth, pipeline)),
         context_(fresh_tokens(depth)) {
     if (depth == 0) return;
     const SequenceId id = engine_.open();
@@ -114,10 +118,12 @@ class DepthContext {
   }
 
  private:
-  static BatchOptions engine_options(const Model& model, const BenchOptions& o, int threads, DType cache, size_t depth) {
+  static BatchOptions engine_options(const Model& model, const BenchOptions& o, int threads, DType cache, size_t depth,
+                                     Pipeline* pipeline) {
     BatchOptions options;
     options.threads = threads;
     options.cache_dtype = cache;
+    options.pipeline = pipeline;
     const size_t sequences = *std::max_element(o.parallel.begin(), o.parallel.end());
     // The context, and each sequence's own positions with a copy of the context's last block.
     options.kv_blocks = o.kv_budget ? kv_blocks_for_budget(model.config(), cache, options.block_size, o.kv_budget)
@@ -160,7 +166,8 @@ Result run_prefill(DepthContext& context, const BenchOptions& o, int threads, si
 }
 
 // `parallel` sequences decode `generate` tokens each, together: one forward pass of `parallel`
-// rows per step. t/s counts the tokens of all of them.
+// rows per step, or through a pipeline of K stages, K groups of them whose passes follow each
+// other through the stages. t/s counts the tokens of all of them.
 Result run_decode(DepthContext& context, const BenchOptions& o, int threads, size_t parallel, size_t depth,
                   const std::string& cache, KeptLogits* logits) {
   BatchEngine& engine = context.engine();
@@ -170,15 +177,27 @@ Result run_decode(DepthContext& context, const BenchOptions& o, int threads, siz
   for (int r = -1; r < o.repetitions; ++r) {  // r = -1 warms up
     std::vector<SequenceId> sequences(parallel);
     for (size_t s = 0; s < parallel; ++s) sequences[s] = context.open(std::span(&tokens[s % tokens.size()], 1));
-    std::vector<BatchRow> rows(parallel);
+    const size_t groups = std::min(parallel, engine.depth());
+    // Passes end in the order they start: the first group's (whose first row is sequence 0's)
+    // is every `groups`-th.
+    size_t passes_waited = 0;
+    const auto wait = [&] {
+      const auto step = engine.wait();
+      if (r == 0 && logits && passes_waited++ % groups == 0)
+        logits->insert(logits->end(), step.begin(), step.begin() + ptrdiff_t(vocab));
+    };
     if (r == 0 && logits) logits->clear();
+    std::vector<BatchRow> rows;
     const auto start = std::chrono::steady_clock::now();
-    for (size_t position = 0; position < tokens.size(); ++position) {
-      for (size_t s = 0; s < parallel; ++s)
-        rows[s] = {sequences[s], tokens[(position + s) % tokens.size()], depth + position, true};
-      const auto step = engine.forward(rows);
-      if (r == 0 && logits) logits->insert(logits->end(), step.begin(), step.begin() + ptrdiff_t(vocab));
-    }
+    for (size_t position = 0; position < tokens.size(); ++position)
+      for (size_t g = 0; g < groups; ++g) {
+        rows.clear();
+        for (size_t s = g * parallel / groups; s < (g + 1) * parallel / groups; ++s)
+          rows.push_back({sequences[s], tokens[(position + s) % tokens.size()], depth + position, true});
+        if (engine.in_flight() == groups) wait();
+        engine.start(rows);
+      }
+    while (engine.in_flight() > 0) wait();
     if (r >= 0)
       result.tokens_per_second.push_back(double(parallel * o.generate) / seconds(std::chrono::steady_clock::now() - start));
     for (const SequenceId id : sequences) engine.close(id);
@@ -192,9 +211,9 @@ double max_difference(const KeptLogits& a, const KeptLogits& b) {
   return most;
 }
 
-void run_bench(const BenchOptions& o) {
-  if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
-  const auto model = Model::load(model_path(o.model), numerics_choice(o.numerics));
+// With stages, `model` holds the head's layers: the weights' size and the rooflines, which need
+// the whole model's, are left out.
+void bench(const BenchOptions& o, const std::shared_ptr<const Model>& model, Pipeline* pipeline) {
   const ModelConfig& c = model->config();
   for (const size_t depth : o.depths)
     for (const auto& [tokens, flag] : {std::pair{o.prompt, "-p"}, std::pair{o.generate, "-n"}})
@@ -204,6 +223,7 @@ void run_bench(const BenchOptions& o) {
                     " positions)");
   const std::string name = std::filesystem::path(model_path(o.model)).filename().string() + " " + c.architecture_name +
                            " " + model->weight_type() + " " + numerics_name(model->numerics());
+  const std::string backend = kernels::target_name() + (pipeline ? ", " + std::to_string(pipeline->stages()) + " stages" : "");
   const double size_gib = double(model->streamed_weight_bytes()) / double(1ull << 30);
   const double params_b = double(model->parameter_count()) / 1e9;
 
@@ -219,7 +239,7 @@ void run_bench(const BenchOptions& o) {
       KeptLogits reference_pp, reference_tg;
       for (const std::string& cache : caches) {
         if (depth) std::fprintf(stderr, "context of %zu positions, %s cache, %d threads...\n", depth, cache.c_str(), threads);
-        DepthContext context(model, o, threads, parse_dtype(cache), depth);
+        DepthContext context(model, o, threads, parse_dtype(cache), depth, pipeline);
         const bool keep = compare && threads == o.threads.front();
         KeptLogits pp, tg;
         if (o.prompt > 0)
@@ -257,7 +277,7 @@ void run_bench(const BenchOptions& o) {
   };
   // The ceilings of prefill and decode, measured now on each thread count (0 where unknown).
   std::map<int, double> fma_peak, read_bandwidth;
-  for (int threads : o.threads) {
+  for (int threads : pipeline ? std::vector<int>{} : o.threads) {
     if (o.prompt > 0) fma_peak[threads] = kernels::fma_peak_gflops(threads);
     if (o.generate > 0) read_bandwidth[threads] = kernels::read_bandwidth_gbps(threads);
   }
@@ -269,13 +289,18 @@ void run_bench(const BenchOptions& o) {
     nlohmann::json out = nlohmann::json::array();
     for (const Result& r : results) {
       const bool pp = r.test.rfind("pp", 0) == 0;
-      nlohmann::json row = {{"model", name}, {"size_bytes", model->streamed_weight_bytes()},
-                            {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
+      nlohmann::json row = {{"model", name}, {"params", model->parameter_count()}, {"kernels", kernels::target_name()},
                             {"threads", r.threads}, {"test", r.test}, {"depth", r.depth}, {"chunk", r.chunk},
                             {"parallel", r.parallel}, {"cache_type", r.cache_type},
                             {"numerics", numerics_name(model->numerics())},
+                            {"stages", pipeline ? pipeline->stages() : 1},
                             {"avg_ts", r.mean()}, {"stddev_ts", r.sd()}, {"samples_ts", r.tokens_per_second}};
       if (accuracy(r) >= 0) row["max_logit_difference_vs_f32"] = accuracy(r);
+      if (pipeline) {  // no size nor roofline: they need the whole model's weights
+        out.push_back(row);
+        continue;
+      }
+      row["size_bytes"] = model->streamed_weight_bytes();
       if (pp) {
         row["gflops"] = r.mean() * pp_flops(r.depth) / 1e9;
         row["fma_peak_gflops"] = fma_peak[r.threads];
@@ -294,12 +319,14 @@ void run_bench(const BenchOptions& o) {
   }
   std::printf("| model | size | params | backend | threads | cache | chunk | sequences | test | t/s |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+  char size[32] = "-";
+  if (!pipeline) std::snprintf(size, sizeof size, "%.2f GiB", size_gib);
   for (const Result& r : results)
-    std::printf("| %s | %.2f GiB | %.2f B | ditto %s | %d | %s | %zu | %zu | %s | %.2f ± %.2f |\n", name.c_str(),
-                size_gib, params_b, kernels::target_name().c_str(), r.threads, r.cache_type.c_str(), r.chunk,
-                r.parallel, r.name().c_str(), r.mean(), r.sd());
+    std::printf("| %s | %s | %.2f B | ditto %s | %d | %s | %zu | %zu | %s | %.2f ± %.2f |\n", name.c_str(), size,
+                params_b, backend.c_str(), r.threads, r.cache_type.c_str(), r.chunk, r.parallel, r.name().c_str(),
+                r.mean(), r.sd());
   std::printf("\n");
-  for (const Result& r : results) {
+  for (const Result& r : pipeline ? std::vector<Result>{} : results) {
     if (r.test.rfind("pp", 0) == 0) {
       const double gflops = r.mean() * pp_flops(r.depth) / 1e9, peak = fma_peak[r.threads];
       std::printf("roofline: %s, %d threads, chunk %zu, %s cache: %.1f GFLOP/s in prefill", r.name().c_str(), r.threads,
@@ -323,6 +350,18 @@ void run_bench(const BenchOptions& o) {
     std::printf("accuracy: %s cache at depth %zu: the largest |logit - f32 cache's| is %.3g (pp%zu's last position, "
                 "tg%zu's %zu positions)\n",
                 key.first.c_str(), key.second, value, o.prompt, o.generate, o.generate);
+}
+
+void run_bench(const BenchOptions& o) {
+  if (o.prompt == 0 && o.generate == 0) throw Error("nothing to measure: -p and -n are both 0");
+  LoadOptions load;
+  load.tokenizer = false;
+  load.numerics = numerics_choice(o.numerics);
+  const std::string path = model_path(o.model);
+  const std::unique_ptr<Pipeline> pipeline = start_stages(o.stages, load);
+  if (pipeline && !pipeline->head()) return run_stage(*pipeline, path, load);
+  bench(o, load_model(path, load).model, pipeline.get());
+  if (pipeline) pipeline->finish();
 }
 
 }  // namespace
@@ -357,6 +396,7 @@ void register_bench(CLI::App& app) {
       ->transform(CLI::AsSizeValue(false));
   add_numerics_option(cmd, o->numerics);
   cmd->add_option("-o,--output", o->output, "Output format: md or json")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
+  add_stage_options(cmd, o->stages);
   cmd->callback([o] { run_bench(*o); });
 }
 

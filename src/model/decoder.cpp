@@ -73,7 +73,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
                      float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
-  const size_t rows = batch.tokens.size();
+  const size_t rows = batch.positions.size();
   const size_t hidden = c.hidden_size;
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
@@ -104,15 +104,17 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     kernels::llama3_scale_frequencies(scratch.inv_freq.data(), half, r.factor, r.low_freq_factor, r.high_freq_factor,
                                       r.original_max_positions);
   for (size_t i = 0; i < w.rope_divisors.size(); ++i) scratch.inv_freq[i] = scratch.inv_freq[i] / w.rope_divisors[i];
+  if (!w.part.embedding) std::copy(batch.hidden, batch.hidden + rows * hidden, x.begin());
   for (size_t t = 0; t < rows; ++t) {
-    kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
+    if (w.part.embedding) kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
     kernels::rope_angles(scratch.inv_freq.data(), half, batch.positions[t], &cos[t * half], &sin[t * half]);
   }
-  observe(0, {{"embedding", &x}});
+  if (w.part.embedding) observe(0, {{"embedding", &x}});
 
   const float scale = ref::AttentionParams::inverse_sqrt_scale(double(c.head_dim));
-  for (size_t l = 0; l < c.layers; ++l) {
-    const LayerWeights& layer = w.layers[l];
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& layer = w.layers[i];
+    const size_t l = w.part.first_layer + i;
     kernels::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
     kernels::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
     kernels::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
@@ -129,10 +131,10 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     for (size_t t = 0; t < rows; ++t) {
       kernels::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * half], &sin[t * half]);
       kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * half], &sin[t * half]);
-      cache[l].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
+      cache[i].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this pass's keys and values back from the cache.
-    kernels::attention(q.data(), batch.attention, cache[l], c.heads, {scale, c.window(l)}, attended.data(), threads);
+    kernels::attention(q.data(), batch.attention, cache[i], c.heads, {scale, c.window(l)}, attended.data(), threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
     // q and k as attention read them: after their bias, norm (Qwen3) and RoPE.
@@ -154,7 +156,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     observe(l, {{"mlp_residual", &x}});
   }
 
-  if (batch.logit_rows.empty()) return;
+  if (!w.part.head || batch.logit_rows.empty()) return;
   for (size_t i = 0; i < batch.logit_rows.size(); ++i)
     kernels::rmsnorm(&x[batch.logit_rows[i] * hidden], 1, hidden, w.final_norm.data(), c.rms_norm_eps, &normed[i * hidden]);
   kernels::matmul(normed.data(), batch.logit_rows.size(), w.output_matrix(), logits, threads);

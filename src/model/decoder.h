@@ -34,6 +34,9 @@ struct ForwardRows {
   std::span<const KVSlot> kv_slots;
   std::span<const ref::AttentionRow> attention;  // blocks of the row's sequence; position as above
   std::span<const size_t> logit_rows;            // rows whose logits are wanted, in this order
+  // rows x hidden: the input of the first layer, for a model that holds a later stage's layers
+  // (no embedding); tokens are then unused.
+  const float* hidden = nullptr;
 };
 
 // The memory decoder_forward's scratch takes for a pass of `rows` rows; throws ditto::Error if it
@@ -44,6 +47,11 @@ size_t decoder_scratch_bytes(const ModelConfig& config, size_t rows);
 // per layer), attends over the cache, and stores the logits of logit_rows into `logits`
 // (logit_rows.size() x vocab). Tokens, positions and cache room are checked by the caller.
 // An observer, if given, sees the intermediates of every layer.
+//
+// A model that holds one pipeline stage's part (ModelWeights::part) runs its layers only, cache
+// view i for its layer i: from the embedding of the tokens if it holds the embedding, else from
+// rows.hidden; to the logits if it holds the head, else it leaves the hidden state of every row
+// in scratch.x for the next stage.
 void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache, const ForwardRows& rows,
                      float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer = nullptr);
 

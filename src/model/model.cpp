@@ -32,7 +32,7 @@ size_t packed_bytes(const MatrixView& m) { return m.panels() * m.panel_bytes(); 
 }  // namespace
 
 size_t Model::streamed_weight_bytes() const {
-  size_t bytes = packed_bytes(weights_->output_matrix());
+  size_t bytes = weights_->part.head ? packed_bytes(weights_->output_matrix()) : 0;
   for (const LayerWeights& l : weights_->layers) {
     for (const PackedMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.router})
       if (m->view().data) bytes += packed_bytes(m->view());

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -87,9 +88,14 @@ std::vector<size_t> rows_from(size_t first, size_t count, const std::vector<size
 }
 
 // Every tensor of the decoder, in one list for the dry run and the packing.
-std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, QkLayout qk_layout) {
+std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, QkLayout qk_layout, ModelPart part) {
   const Architecture& family = *find_architecture(c.architecture_name);
+  part.end_layer = std::min(part.end_layer, c.layers);
+  if (part.first_layer >= part.end_layer)
+    throw Error("layers " + std::to_string(part.first_layer) + ".." + std::to_string(part.end_layer) +
+                " hold no layer of a model of " + std::to_string(c.layers));
   auto weights = std::make_unique<ModelWeights>();
+  weights->part = part;
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
   std::vector<size_t> q_order, k_order;  // empty: as stored
@@ -97,8 +103,9 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
     q_order = interleaved_rope_rows(c.heads, c.head_dim);
     k_order = interleaved_rope_rows(c.kv_heads, c.head_dim);
   }
-  weights->embedding = take.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
-  for (size_t i = 0; i < c.layers; ++i) {
+  if (part.embedding || (part.head && c.tied_embeddings))
+    weights->embedding = take.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  for (size_t i = part.first_layer; i < part.end_layer; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     LayerWeights layer;
     layer.attention_norm = take.vector(prefix + "input_layernorm.weight", c.hidden_size);
@@ -146,9 +153,10 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
     if (!c.sparse(i)) layer.down = take.matrix(prefix + "mlp.down_proj.weight", c.hidden_size, c.intermediate_size);
     weights->layers.push_back(std::move(layer));
   }
+  if (take.has("rope_freqs.weight")) weights->rope_divisors = take.vector("rope_freqs.weight", c.head_dim / 2);
+  if (!part.head) return weights;
   weights->final_norm = take.vector("model.norm.weight", c.hidden_size);
   if (!c.tied_embeddings) weights->output = take.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
-  if (take.has("rope_freqs.weight")) weights->rope_divisors = take.vector("rope_freqs.weight", c.head_dim / 2);
   return weights;
 }
 
@@ -164,15 +172,15 @@ Numerics default_numerics(const TensorStore& store) {
   return has_quantized_tensors(store) ? kQuantizedDefault : Numerics::Exact;
 }
 
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, Numerics numerics) {
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part, Numerics numerics) {
   Packer check(store, /*dry_run=*/true, numerics);
-  take_weights(check, config, QkLayout::Transformers);
+  take_weights(check, config, QkLayout::Transformers, part);
   return check.bytes();
 }
 
 std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config) {
   Packer check(store, /*dry_run=*/true, Numerics::Exact);
-  take_weights(check, config, QkLayout::Transformers);
+  take_weights(check, config, QkLayout::Transformers, ModelPart{});
   std::vector<std::string> unread;
   for (const auto& [name, tensor] : store.tensors())
     if (!check.read().count(name)) unread.push_back(name);
@@ -180,11 +188,11 @@ std::vector<std::string> unread_tensors(const TensorStore& store, const ModelCon
 }
 
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout,
-                                              std::optional<Numerics> numerics) {
+                                              const ModelPart& part, std::optional<Numerics> numerics) {
   const Numerics chosen = numerics.value_or(default_numerics(store));
-  require_memory(check_hf_weights(store, config, chosen), "packing the model's weights");
+  require_memory(check_hf_weights(store, config, part, chosen), "packing the model's weights");
   Packer pack(store, /*dry_run=*/false, chosen);
-  auto weights = take_weights(pack, config, qk_layout);
+  auto weights = take_weights(pack, config, qk_layout, part);
   weights->numerics = has_quantized_tensors(store) ? chosen : Numerics::Exact;
   return weights;
 }

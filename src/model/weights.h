@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -26,14 +27,25 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;
 };
 
+// The part of the decoder a process holds: every layer, or the layers of one pipeline stage. The
+// first stage holds the embedding, the last the final norm and the output projection (and the
+// embedding too when the output is tied to it).
+struct ModelPart {
+  size_t first_layer = 0;
+  size_t end_layer = SIZE_MAX;  // one past the last; SIZE_MAX: to the model's last layer
+  bool embedding = true;        // the tokens' embeddings come in here
+  bool head = true;             // the final norm and the logits come out here
+};
+
 struct ModelWeights {
   Numerics numerics = Numerics::Exact;  // of the quantised matrices; Exact when there are none
-  PackedMatrix embedding;             // vocab x hidden
-  std::vector<LayerWeights> layers;
-  std::vector<float> final_norm;      // hidden
-  PackedMatrix output;                // vocab x hidden; unset when tied to the embedding
+  ModelPart part;                     // end_layer set: the layers held are first_layer..end_layer-1
+  PackedMatrix embedding;             // vocab x hidden; unset unless part.embedding or the head is tied to it
+  std::vector<LayerWeights> layers;   // layers[i] is layer part.first_layer + i
+  std::vector<float> final_norm;      // hidden; empty unless part.head
+  PackedMatrix output;                // vocab x hidden; unset when tied to the embedding or without the head
   // llama.cpp's rope_freqs (GGUF files of Llama 3.1): RoPE's inverse frequency i is divided by
-  // entry i (head_dim / 2 of them). Empty: none.
+  // entry i (head_dim / 2 of them), on every stage. Empty: none.
   std::vector<float> rope_divisors;
 
   const MatrixView& output_matrix() const { return output.view().data ? output.view() : embedding.view(); }
@@ -43,10 +55,11 @@ struct ModelWeights {
 // of its tensors is quantised, else Exact.
 Numerics default_numerics(const TensorStore& store);
 
-// Checks that the store holds every tensor of the decoder that `config` describes, each of the
-// shape the config implies (ditto::Error naming the first that is missing or differs), and
-// returns the memory packing them for `numerics` takes.
-size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, Numerics numerics = Numerics::Exact);
+// Checks that the store holds every tensor of the decoder that `config` describes (of `part`),
+// each of the shape the config implies (ditto::Error naming the first that is missing or
+// differs), and returns the memory packing them for `numerics` takes.
+size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {},
+                        Numerics numerics = Numerics::Exact);
 
 // The store's tensors that the decoder `config` describes does not read (a GGUF file may hold
 // none: each would be something of the model left out of the computation).
@@ -57,7 +70,7 @@ std::vector<std::string> unread_tensors(const TensorStore& store, const ModelCon
 // before packing any, and packs them, q and k rows in transformers' order whatever `qk_layout`
 // the store holds, the quantised ones for `numerics` (default: default_numerics(store)).
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
-                                              QkLayout qk_layout = QkLayout::Transformers,
+                                              QkLayout qk_layout = QkLayout::Transformers, const ModelPart& part = {},
                                               std::optional<Numerics> numerics = std::nullopt);
 
 }  // namespace ditto

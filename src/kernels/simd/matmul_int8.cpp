@@ -19,9 +19,14 @@
 #include "kernels/simd/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
+// Highway 1.0's AVX3_DL target string leaves out AVX512-VNNI, which its runtime check requires:
+// the functions that use vpdpbusd name it (a function's own target attribute overrides the
+// namespace-wide one, with GCC and clang alike).
+#undef DITTO_INT8_TARGET
 #if HWY_TARGET == HWY_AVX3_DL
-// Highway 1.0's AVX3_DL target string leaves out AVX512-VNNI, which its runtime check requires.
-#pragma GCC target("avx512vnni")
+#define DITTO_INT8_TARGET __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define DITTO_INT8_TARGET
 #endif
 namespace ditto::HWY_NAMESPACE {
 #if DITTO_SIMD_HAS_FMA
@@ -59,7 +64,7 @@ HWY_INLINE VB SignOf(VB s, VB w) {
 }
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
-HWY_INLINE VI DotQuads(VI acc, VB u, VB s) { return VI{_mm512_dpbusd_epi32(acc.raw, u.raw, s.raw)}; }
+DITTO_INT8_TARGET HWY_INLINE VI DotQuads(VI acc, VB u, VB s) { return VI{_mm512_dpbusd_epi32(acc.raw, u.raw, s.raw)}; }
 #else
 HWY_INLINE VI DotQuads(VI acc, VB u, VB s) { return hn::Add(acc, SumPairs(MulPairs(u, s))); }
 #endif
@@ -90,7 +95,7 @@ HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, V
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
 // panel_bytes long): every output's chain over the groups, stored to y.
 template <DType kDtype, size_t R, size_t P>
-HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
+DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
                            size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr QuantMinimum kMinimum = quant_minimum(kDtype);

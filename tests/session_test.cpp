@@ -82,6 +82,19 @@ TEST_P(Invariance, ThreadCountDoesNotChangeABit) {
         << threads << " threads";
 }
 
+// Past what the attention kernel cuts work by (tiles of 64 row-heads, here 32 rows; blocks of 32
+// and 64 keys; chunks of 256 keys when a pass has few tiles): every chunking, thread count and
+// decode give the whole prompt's bits.
+TEST_P(Invariance, LongPromptPastTilesAndKeyBlocks) {
+  const ModelCase& c = GetParam();
+  const auto model = Model::load(testing::write_checkpoint(c.config, std::string("long-") + c.name));
+  const auto prompt = prompt_of(300, c.config.vocab);
+  const auto whole = prefill_in_chunks(model, prompt, prompt.size(), {512, c.cache, 1});
+  for (const auto& [chunk, threads] : {std::pair<size_t, int>{1, 2}, {33, 1}, {64, 3}, {300, 4}})
+    EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, chunk, {512, c.cache, threads}), whole))
+        << "chunk " << chunk << ", " << threads << " threads";
+}
+
 TinyConfig llama_tied_f32() {
   TinyConfig c;
   c.arch = "llama";

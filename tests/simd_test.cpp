@@ -201,6 +201,46 @@ TEST(Simd, AttentionMatchesReference) {
   }
 }
 
+// The tiled kernel on the shapes it cuts work by: tiles of 64 row-heads (so 64 rows for one head
+// per kv head, 8 for MQA's eight), blocks of 32 and 64 keys, chunks of 256 keys when tiles are
+// fewer than twice the threads (decode), none of them dividing the shapes here; head sizes 64,
+// 128, 256; GQA groups of 1, 2, 7 and MQA; windows; rows of two sequences interleaved (each a
+// run of its own) or one after the other.
+TEST(Simd, AttentionTilesAndSplitsMatchReference) {
+  struct Shape {
+    size_t heads, kv_heads, head_dim, first_pos, rows;
+    bool interleaved;
+  };
+  for (DType cache_dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (Shape s : {Shape{4, 4, 64, 0, 70, true}, Shape{14, 2, 128, 300, 9, false}, Shape{8, 1, 256, 290, 11, false},
+                    Shape{2, 1, 128, 511, 1, false}, Shape{16, 8, 128, 257, 3, true}}) {
+      for (size_t window : {size_t(0), size_t(100)}) {
+        const size_t length = s.first_pos + s.rows;
+        const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, 16, {length, length}, 29);
+        // Sequence 0 prefills `rows` rows, sequence 1 every other of the same positions.
+        std::vector<ref::AttentionRow> rows;
+        for (size_t t = 0; t < s.rows; ++t) rows.push_back({cache.tables[0].data(), s.first_pos + t});
+        for (size_t t = 0; t < s.rows; t += 2)
+          rows.insert(s.interleaved ? rows.begin() + ptrdiff_t(t + t / 2 + 1) : rows.end(),
+                      {cache.tables[1].data(), s.first_pos + t});
+        const auto q = random_floats(rows.size() * s.heads * s.head_dim, 31, 3.0f);
+        const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
+        std::vector<float> expected(q.size());
+        ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
+        for_each_target([&] {
+          for (int threads : {1, 5}) {  // tiles for one thread; for five, most of these split
+            std::vector<float> got(q.size());
+            kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
+            ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << "/" << s.kv_heads
+                                                  << " head_dim " << s.head_dim << " rows " << s.rows << " from "
+                                                  << s.first_pos << " window " << window << " threads " << threads;
+          }
+        });
+      }
+    }
+  }
+}
+
 // Where a sequence's positions lie in the pool, and the block size, change no bit: the order
 // of every reduction is the order of positions.
 TEST(Simd, AttentionDoesNotDependOnWhereBlocksLie) {

@@ -49,5 +49,9 @@ void pin_target_from_environment();
 // prefill under the numerics contract (best of 5 runs of ~15 ms each). 0 on targets without
 // SIMD fma.
 double fma_peak_gflops(int threads);
+// GB/s that `threads` threads read streaming through 1 GiB, each its share (best of 3): the
+// ceiling of decode. Both are timed in the threads' CPU time, so that other work on the
+// machine does not lower them.
+double read_bandwidth_gbps(int threads);
 
 }  // namespace ditto::kernels

@@ -206,8 +206,10 @@ def test_the_default_model_answers_as_ditto_generate():
     # numerics (the default) answer as llama.cpp does, with French landmarks.
     path = smollm2_gguf()
     question = "What is the capital of France?"
+    # The server's default KV cache is f16; generate's is f32.
     generated = subprocess.run([DITTO, "generate", "-m", str(path), "-p", question, "-n", "16", "--json", "-t", "2",
-                                "--numerics", "exact"], capture_output=True, text=True, check=True, timeout=300)
+                                "--numerics", "exact", "--cache-type", "f16"],
+                               capture_output=True, text=True, check=True, timeout=300)
     expected = json.loads(generated.stdout)["ids"]
     with Server(path, "-t", "2", "--numerics", "exact") as server:
         client = server.openai()

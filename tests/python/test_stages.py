@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,9 +178,12 @@ def is_descendant(pid, ancestor):
 
 
 def long_generation(model, stages, *args):
-    """1000 tokens to generate under mpirun: its process, started."""
-    command = mpirun(stages) + [DITTO, "generate", "-m", model, "--tokens", "1 2 3", "-n", "1000", "--ignore-eos",
-                                "-t", "1", "--stages", str(stages), *args]
+    """Prompts enough for a minute of decoding under mpirun (each of them 1000 tokens: a tiny
+    model decodes them in a fraction of a second): its process, started."""
+    prompts = Path(model).parent / "long-generation.txt"
+    prompts.write_text("".join(f"1 2 {p}\n" for p in range(3, 300)))
+    command = mpirun(stages) + [DITTO, "generate", "-m", model, "--tokens-file", str(prompts), "-n", "1000",
+                                "--ignore-eos", "-t", "1", "--stages", str(stages), *args]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=MPI_ENV)
 
 

@@ -61,7 +61,7 @@ def main():
     from llama_cpp import Llama
 
     path = str(gemma3_gguf() if args.model == "gemma3" else args.model or smollm2_gguf())
-    model = ditto.Model.load(path)
+    model = ditto.Model.load(path, numerics="exact")
     tokenizer_json, chat_template = ditto.gguf_tokenizer(path)
     tokenizer = ditto.Tokenizer.from_json(tokenizer_json)
     llm = Llama(model_path=path, n_ctx=512, logits_all=True, n_threads=2, verbose=False)

@@ -2,16 +2,25 @@
 
 Makes the checkpoint (random weights, BF16 and F16; bench/make_qwen3_0_6b.py), writes the same
 weights as GGUF for llama.cpp (llama-cpp-python, built natively from PyPI), then measures on
-the same machine and threads, for each weight type ditto and then llama.cpp:
-  pp512 whole-prompt prefill, pp512 in 16-token chunks, tg128 decode,
-and prints each engine's median tokens/s and the ratio ditto / llama.cpp. Repetitions are
-timed separately and the medians reported: the machine is shared and noisy.
+the same machine and threads, for each weight type and context depth, ditto and then llama.cpp:
+  pp512 whole-prompt prefill, pp512 in 16-token chunks (at depth 0), tg128 decode,
+each after a context of `depth` positions computed first (as llama-bench's -d), with the same
+KV cache precision in both (--cache-type, f16 by default: llama.cpp's own). llama.cpp runs with
+flash attention off and on; the better of the two is the one compared. Prints each engine's
+median tokens/s, ditto's GFLOP/s (prefill) and GB/s of weights and KV read (decode), and the
+ratio ditto / llama.cpp. Repetitions are timed separately and the medians reported: the machine
+is shared and noisy.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`).
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`), ditto in
+each of --numerics (exact,int8: docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that
+SIMD target (DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp
+runs as built.
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--threads 2] [--reps 3]
+                                    [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2] [--threads 2]
+                                    [--reps 3] [--depth 0]
 """
 import argparse
 import json
@@ -95,31 +104,48 @@ def write_gguf(checkpoint_dir, gguf_path, dtype):
     writer.close()
 
 
-def ditto_figures(model, threads, reps):
-    """Median t/s of ditto for pp512 (whole), pp512 (chunks of 16) and tg128, one process."""
-    out = subprocess.run([os.path.join(ROOT, "build", "ditto"), "bench", "-m", model, "-p", "512",
-                          "-n", "128", "-r", str(reps), "-t", str(threads), "--chunk", "512,16", "-o", "json"],
-                         check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)
+TESTS = ("pp512 chunk 512", "pp512 chunk 16", "tg128")
+GGML_CACHE_TYPE = {"f32": 0, "f16": 1, "bf16": 30}  # ggml_type of llama.cpp's type_k / type_v
+
+
+def ditto_figures(binary, model, threads, reps, depth, cache, numerics=None, target=None):
+    """Median t/s of ditto for pp512 (whole; at depth 0 also in chunks of 16) and tg128 after a
+    context of `depth` positions, one process; with ditto's GFLOP/s and GB/s."""
+    chunks = "512,16" if depth == 0 else "512"
+    command = [binary, "bench", "-m", model, "-p", "512", "-n", "128", "-r", str(reps), "-t", str(threads),
+               "--chunk", chunks, "-d", str(depth), "--cache-type", cache, "-o", "json"]
+    if numerics:
+        command += ["--numerics", numerics]
+    env = dict(os.environ, DITTO_SIMD_TARGET=target) if target else None
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     figure = {}
-    for row in rows:
+    for row in json.loads(out):
         key = "tg128" if row["test"] == "tg128" else f"pp512 chunk {row['chunk']}"
         figure[key] = statistics.median(row["samples_ts"])
+        gflops = row["gflops"] * figure[key] / row["avg_ts"]
+        figure[key + " rate"] = (f"{gflops:.0f} GFLOP/s" if key != "tg128" else
+                                 f"{(row['weight_gbps'] + row['kv_gbps']) * figure[key] / row['avg_ts']:.1f} GB/s")
     return figure
 
 
-def llama_cpp_figures(gguf_path, threads, reps):
-    """The same three tests through llama.cpp: eval() of the prompt in batches of 512 or 16."""
+def llama_cpp_figures(gguf_path, threads, reps, depth, cache, flash):
+    """The same tests through llama.cpp, flash attention on or off: the context evaluated once,
+    then each repetition evaluates its tokens after it (eval() first drops what lies beyond
+    n_tokens), in batches of 512 or 16."""
     from llama_cpp import Llama
 
     figures = {}
-    for batch in (512, 16):
-        llm = Llama(gguf_path, n_ctx=1024, n_batch=batch, n_ubatch=batch, n_threads=threads,
-                    n_threads_batch=threads, verbose=False)
-        prompt = [int(t) for t in np.random.default_rng(1).integers(0, llm.n_vocab(), 512)]
+    rng = np.random.default_rng(1)
+    for batch in ((512, 16) if depth == 0 else (512,)):
+        llm = Llama(gguf_path, n_ctx=depth + 512 + 16, n_batch=batch, n_ubatch=batch, n_threads=threads,
+                    n_threads_batch=threads, flash_attn=flash, type_k=GGML_CACHE_TYPE[cache],
+                    type_v=GGML_CACHE_TYPE[cache], verbose=False)
+        random_tokens = lambda n: [int(t) for t in rng.integers(0, llm.n_vocab(), n)]  # noqa: E731
+        llm.eval(random_tokens(depth))
         samples = []
         for r in range(reps + 1):
-            llm.reset()
+            prompt = random_tokens(512)
+            llm.n_tokens = depth
             start = time.perf_counter()
             llm.eval(prompt)
             if r:
@@ -128,7 +154,7 @@ def llama_cpp_figures(gguf_path, threads, reps):
         if batch == 512:
             samples = []
             for r in range(reps + 1):
-                llm.reset()
+                llm.n_tokens = depth
                 start = time.perf_counter()
                 for token in prompt[:128]:
                     llm.eval([token])
@@ -145,11 +171,21 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--dtypes", default="bf16,f16")
+    parser.add_argument("--depth", default="0", help="context depths, comma-separated, e.g. 0,4096,16384")
+    parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
+                        help="KV cache precision of both engines")
     parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model; 'gemma3')")
+    parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
+    parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
+    parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
     args = parser.parse_args()
+    depths = [int(d) for d in args.depth.split(",")]
 
-    print(f"| weights | test | ditto t/s | llama.cpp t/s | ditto / llama.cpp |")
-    print(f"| --- | --- | ---: | ---: | ---: |")
+    print(f"{args.cache_type} KV cache, {args.threads} threads; llama.cpp with flash attention off / on, the better "
+          "one compared", flush=True)
+    print("| weights | depth | test | ditto t/s | ditto rate | llama.cpp t/s, FA off | FA on | ditto / llama.cpp |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    runs = []
     if args.gguf:
         path = args.gguf
         if path in ("smollm2", "gemma3"):
@@ -158,27 +194,41 @@ def main():
             if path is None:
                 sys.exit(f"{args.gguf} is not installed (scripts/setup.sh installs it)")
             path = str(path)
-        report(os.path.basename(path), ditto_figures(path, args.threads, args.reps),
-               llama_cpp_figures(path, args.threads, args.reps))
-        return
-    for dtype in args.dtypes.split(","):
-        checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
-        if not os.path.exists(os.path.join(checkpoint, "config.json")):
-            subprocess.run([sys.executable, os.path.join(HERE, "make_qwen3_0_6b.py"), checkpoint, "--dtype",
-                            {"bf16": "bfloat16", "f16": "float16"}[dtype]], check=True)
-        gguf_path = checkpoint + ".gguf"
-        if not os.path.exists(gguf_path):
-            write_gguf(checkpoint, gguf_path, dtype)
-        report(dtype, ditto_figures(checkpoint, args.threads, args.reps),
-               llama_cpp_figures(gguf_path, args.threads, args.reps))
+        for numerics in args.numerics.split(","):
+            runs.append((f"{os.path.basename(path)}, ditto {numerics}", path, path, numerics))
+    else:
+        for dtype in args.dtypes.split(","):
+            checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
+            if not os.path.exists(os.path.join(checkpoint, "config.json")):
+                subprocess.run([sys.executable, os.path.join(HERE, "make_qwen3_0_6b.py"), checkpoint, "--dtype",
+                                {"bf16": "bfloat16", "f16": "float16"}[dtype]], check=True)
+            gguf_path = checkpoint + ".gguf"
+            if not os.path.exists(gguf_path):
+                write_gguf(checkpoint, gguf_path, dtype)
+            runs.append((dtype, checkpoint, gguf_path, None))
+    theirs = {}  # llama.cpp's figures for a file and depth, the same for every ditto numerics
+    for weights, ours_path, theirs_path, numerics in runs:
+        for depth in depths:
+            ours = ditto_figures(args.ditto, ours_path, args.threads, args.reps, depth, args.cache_type, numerics,
+                                 args.target)
+            if (theirs_path, depth) not in theirs:
+                theirs[theirs_path, depth] = [
+                    llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, flash)
+                    for flash in (False, True)]
+            report(weights + (f" on {args.target}" if args.target else ""), depth, ours, *theirs[theirs_path, depth])
 
 
-def report(weights, ours, theirs):
-    for test in ("pp512 chunk 512", "pp512 chunk 16", "tg128"):
-        print(f"| {weights} | {test} | {ours[test]:.1f} | {theirs[test]:.1f} | {ours[test] / theirs[test]:.2f} |",
-              flush=True)
-    print(f"| {weights} | chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | "
-          f"{theirs['pp512 chunk 16'] / theirs['pp512 chunk 512']:.2f} | |", flush=True)
+def report(weights, depth, ours, off, on):
+    for test in TESTS:
+        if test not in ours:
+            continue
+        best = max(off[test], on[test])
+        print(f"| {weights} | {depth} | {test} | {ours[test]:.1f} | {ours[test + ' rate']} | {off[test]:.1f} | "
+              f"{on[test]:.1f} | {ours[test] / best:.2f} |", flush=True)
+    if depth == 0:
+        print(f"| {weights} | 0 | chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | | "
+              f"{off['pp512 chunk 16'] / off['pp512 chunk 512']:.2f} | "
+              f"{on['pp512 chunk 16'] / on['pp512 chunk 512']:.2f} | |", flush=True)
 
 
 if __name__ == "__main__":

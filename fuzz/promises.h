@@ -34,6 +34,14 @@ inline void check_config(const ModelConfig& c) {
   check(c.eos_token_id >= -1 && c.eos_token_id <= limits::kTokenId.max, "eos_token_id a token id or none");
   check(c.sliding_windows.empty() || c.sliding_windows.size() == c.layers, "a window for every layer, or none");
   for (const size_t window : c.sliding_windows) check(window <= size_t(limits::kPositions.max), "windows in range");
+  const ModelConfig::Llama3Rope& r = c.llama3_rope;
+  check(r.factor == 0.0 || (r.factor >= 1.0 && r.high_freq_factor > r.low_freq_factor && r.low_freq_factor > 0.0 &&
+                            r.original_max_positions >= 1.0),
+        "llama3 rope scaling in range");
+  check(c.experts == 0 || (within(c.experts, limits::kExperts) && c.experts_per_token >= 1 &&
+                           c.experts_per_token <= c.experts && within(c.expert_intermediate_size, limits::kWidth) &&
+                           c.sparse_layers.size() == c.layers),
+        "experts in range, and experts per token at most the experts");
   check(c.rope_local_theta == 0.0 ||
             (c.rope_local_theta >= limits::kMinRopeTheta && c.rope_local_theta <= limits::kMaxRopeTheta),
         "rope_local_theta in range or none");

@@ -116,8 +116,12 @@ def sentencepiece_metadata(pieces=("\u2581", "a", "b", "\u2581a", "ab", "\u2581a
     return add
 
 
-def write_gguf(path, arch, quant, add_tokenizer=byte_level_metadata()):
+def write_gguf(path, arch, quant, add_tokenizer=byte_level_metadata(), experts=0):
     writer = gguf.GGUFWriter(str(path), arch)
+    if experts:
+        writer.add_expert_count(experts)
+        writer.add_expert_used_count(2)
+        writer.add_expert_feed_forward_length(16)
     writer.add_block_count(1)
     writer.add_context_length(64)
     writer.add_embedding_length(32)
@@ -185,6 +189,9 @@ def write_corpus(directory):
     # gemma3 files have it: a window, the rest by llama.cpp's conventions).
     write_gguf(f"{directory}/gguf/llama-sentencepiece.gguf", "llama", Q.Q8_0, sentencepiece_metadata())
     write_gguf(f"{directory}/gguf/gemma3-sentencepiece.gguf", "gemma3", Q.Q8_0, sentencepiece_metadata())
+    # Mixtures of experts: Qwen3-MoE's architecture, and llama with experts (Mixtral).
+    write_gguf(f"{directory}/gguf/qwen3moe-experts.gguf", "qwen3moe", Q.Q8_0, None, experts=4)
+    write_gguf(f"{directory}/gguf/llama-experts.gguf", "llama", Q.Q8_0, None, experts=8)
 
     os.makedirs(f"{directory}/safetensors", exist_ok=True)
     rng = np.random.default_rng(0)
@@ -218,7 +225,22 @@ def write_corpus(directory):
               "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": None,
               "final_logit_softcapping": None, "use_bidirectional_attention": False, "attention_bias": False,
               "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0, "tie_word_embeddings": True}
-    for name, config in [("qwen3-0.6b.json", qwen3), ("smollm2-like.json", llama), ("gemma-3-270m.json", gemma3)]:
+    # The other families, shaped as their real configs: windows, biases, llama3 RoPE, experts.
+    qwen2 = {**qwen3, "model_type": "qwen2", "use_sliding_window": True, "sliding_window": 32768,
+             "max_window_layers": 21, "layer_types": ["full_attention"] * 21 + ["sliding_attention"] * 7}
+    mistral = {**llama, "model_type": "mistral", "sliding_window": 4096, "num_key_value_heads": 3}
+    phi3 = {**llama, "model_type": "phi3", "sliding_window": 2047, "rope_scaling": None, "partial_rotary_factor": 1.0}
+    llama31 = {**llama, "rope_theta": 500000.0, "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192}}
+    del llama31["rope_parameters"]
+    mixtral = {**llama, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None}
+    qwen3_moe = {**qwen3, "model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
+                 "moe_intermediate_size": 768, "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [0]}
+    for name, config in [("qwen3-0.6b.json", qwen3), ("smollm2-like.json", llama), ("qwen2-window.json", qwen2),
+                         ("mistral.json", mistral), ("phi3.json", phi3), ("llama-3.1.json", llama31),
+                         ("mixtral.json", mixtral), ("qwen3-moe.json", qwen3_moe),
+                         ("gemma-3-270m.json", gemma3)]:
         with open(f"{directory}/config/{name}", "w") as f:
             json.dump(config, f, indent=2)
     with open(f"{directory}/config/deep_nesting.json", "w") as f:

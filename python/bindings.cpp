@@ -9,7 +9,7 @@
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "model/gguf.h"
-#include "kernels/ref/kernels.h"
+#include "kernels/kernels.h"
 #include "runtime/sampler.h"
 #include "tensor/matrix.h"
 
@@ -61,9 +61,20 @@ ditto::DType quantized_dtype(std::string name) {
 
 PYBIND11_MODULE(_ditto, m) {
   py::register_exception<ditto::Error>(m, "Error", PyExc_ValueError);
+  ditto::kernels::pin_target_from_environment();
+  m.def("simd_target", &ditto::kernels::target_name, "The SIMD target the kernels run on (DITTO_SIMD_TARGET pins one).");
 
   py::class_<ditto::Model, std::shared_ptr<ditto::Model>>(m, "Model")
-      .def_static("load", [](const std::string& path) { return std::const_pointer_cast<ditto::Model>(ditto::Model::load(path)); })
+      .def_static(
+          "load",
+          [](const std::string& path, const std::optional<std::string>& numerics) {
+            std::optional<ditto::Numerics> chosen;
+            if (numerics) chosen = ditto::parse_numerics(*numerics);
+            return std::const_pointer_cast<ditto::Model>(ditto::Model::load(path, chosen));
+          },
+          py::arg("path"), py::arg("numerics") = py::none(),
+          "Loads a GGUF file or checkpoint directory; numerics 'exact' or 'int8' (default: the file's).")
+      .def_property_readonly("numerics", [](const ditto::Model& model) { return ditto::numerics_name(model.numerics()); })
       .def_property_readonly("vocab_size", [](const ditto::Model& model) { return model.config().vocab_size; })
       .def_property_readonly("eos_token_id", [](const ditto::Model& model) { return model.config().eos_token_id; })
       .def_property_readonly("parameter_count", &ditto::Model::parameter_count);

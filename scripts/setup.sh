@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config libhwy-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
-          libcli11-dev librandom123-dev libcpp-httplib-dev python3-venv)
+          libcli11-dev librandom123-dev libcpp-httplib-dev python3-venv openmpi-bin libopenmpi-dev)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   echo "== installing Debian packages"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

@@ -147,13 +147,12 @@ struct ModelCase {
   DType cache;
 };
 
-TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch, size_t layers = 2) {
+TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch) {
   TinyConfig c;
   c.dtype = dtype;
   c.head_dim = head_dim;
   c.kv_heads = kv_heads;
   c.arch = arch;
-  c.layers = layers;
   return c;
 }
 
@@ -164,11 +163,21 @@ const ModelCase kModels[] = {
     {"llama_f32_mqa_cache_bf16",
      [] { return Model::load(testing::write_checkpoint(with(DType::F32, 16, 1, "llama"), "batch-f32")); },
      DType::BF16},
-    {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes())); },
+    {"gguf_q4_1", [] { return Model::load(testing::write_gguf("batch-q4_1", testing::tiny_llama(DType::Q4_1).bytes()), Numerics::Exact); },
      DType::F32},
-    // Windows of 8 in two of three layers: sequences of up to 90 positions read past them.
-    {"gemma3_bf16", [] { return Model::load(testing::write_checkpoint(with(DType::BF16, 16, 2, "gemma3_text", 3), "batch-gemma3")); },
+    {"gguf_q4_k_int8",
+     [] { return Model::load(testing::write_gguf("batch-q4_k", testing::tiny_llama(DType::Q4_K).bytes()), Numerics::Int8); },
      DType::F32},
+    // Every layer windowed: blocks behind the window go back to the pool as sequences run.
+    {"mistral_window_7",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("mistral"), "batch-mistral")); }, DType::F32},
+    // Experts gathered across the rows of a pass: each row still sums its own experts alone.
+    {"mixtral_top2_of_4",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("mixtral"), "batch-mixtral")); }, DType::F16},
+    // Windows of 8 in two of three layers (a global one between): sequences of up to 90
+    // positions read past them, and keep every block.
+    {"gemma3_bf16",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("gemma3_text"), "batch-gemma3")); }, DType::F32},
 };
 
 class BatchInvariance : public ::testing::TestWithParam<ModelCase> {};
@@ -244,6 +253,34 @@ TEST_F(BatchEngineTest, PrefixHitGivesTheColdBits) {
   EXPECT_EQ(engine.length(b), 40u);
   expect_alone_bits(feed(engine, b, second, 40), second, 40);
   EXPECT_EQ(engine.kv_stats().prefix_hit_positions, 40u);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+// Passes started before the earlier ones are waited for (as through a pipeline's stages), one
+// continuing a sequence whose previous rows are still in flight: each wait() returns its own
+// pass's logits, oldest first, with the bits of the sequences alone.
+TEST_F(BatchEngineTest, PassesInFlightAreWaitedForInOrderWithTheAloneBits) {
+  BatchEngine engine(model_, options(16));
+  const Tokens a_tokens = tokens(21, 4), b_tokens = tokens(7, 5);
+  const SequenceId a = engine.open(), b = engine.open();
+  std::vector<BatchRow> first, second, third;
+  for (size_t p = 0; p < 13; ++p) first.push_back({a, a_tokens[p], p, true});
+  for (size_t p = 0; p < b_tokens.size(); ++p) second.push_back({b, b_tokens[p], p, true});
+  for (size_t p = 13; p < a_tokens.size(); ++p) third.push_back({a, a_tokens[p], p, true});
+  engine.start(first);
+  engine.start(second);
+  engine.start(third);
+  EXPECT_EQ(engine.in_flight(), 3u);
+  std::vector<float> a_logits = engine.wait();
+  const std::vector<float> b_logits = engine.wait();
+  const std::vector<float> rest = engine.wait();
+  a_logits.insert(a_logits.end(), rest.begin(), rest.end());
+  expect_alone_bits(a_logits, a_tokens, 0);
+  expect_alone_bits(b_logits, b_tokens, 0);
+  EXPECT_EQ(engine.in_flight(), 0u);
+  expect_error([&] { engine.wait(); }, "no forward pass was started");
+  engine.close(a);
   engine.close(b);
   expect_kv_pool_idle(engine);
 }
@@ -337,6 +374,64 @@ TEST_F(BatchEngineTest, CachedBlocksMakeWayLeastRecentlyUsedFirst) {
   engine.close(id);
   EXPECT_EQ(engine.length(engine.open(two)), 31u);
   EXPECT_EQ(engine.length(engine.open(one)), 0u);
+}
+
+// A window of W positions needs at most the blocks that hold the last W positions and the
+// chunk being computed: the others go back to the pool (published ones to the prefix cache,
+// from which a later sequence with the same beginning still takes them).
+TEST(SlidingWindowBlocks, BlocksBehindTheWindowAreReleasedAndStillServeThePrefixCache) {
+  const TinyConfig config = testing::tiny_family("mistral");  // window 7 in every layer
+  const auto model = Model::load(testing::write_checkpoint(config, "window-blocks"));
+  BatchOptions options;
+  options.kv_blocks = 40;
+  options.block_size = 4;
+  BatchEngine engine(model, options);
+  SplitMix64 rng(21);
+  Tokens prompt(100);
+  for (auto& id : prompt) id = int32_t(rng.next() % config.vocab);
+  const SequenceId a = engine.open(prompt);
+  const size_t chunk = 5, vocab = config.vocab;
+  std::vector<float> logits;
+  for (size_t at = 0; at < prompt.size(); at += chunk) {
+    std::vector<BatchRow> rows;
+    for (size_t p = at; p < std::min(at + chunk, prompt.size()); ++p) rows.push_back({a, prompt[p], p, true});
+    const auto pass = engine.forward(rows);
+    logits.insert(logits.end(), pass.begin(), pass.end());
+    // What the next row reads before it, 6 positions, lies in at most 3 blocks of 4.
+    EXPECT_LE(engine.kv_stats().used, 3u) << "after position " << at + rows.size();
+  }
+  const auto expected = alone(model, prompt, DType::F32);
+  ASSERT_EQ(logits.size(), expected.size());
+  EXPECT_EQ(std::memcmp(logits.data(), expected.data(), logits.size() * sizeof(float)), 0);
+  engine.close(a);
+  expect_kv_pool_idle(engine);
+  EXPECT_EQ(engine.kv_stats().cached, 25u);  // every block of the prompt, released early or not
+
+  // The same prompt again: every block but the last position comes from the cache, and the last
+  // position's logits are the alone bits.
+  const SequenceId b = engine.open(prompt);
+  EXPECT_EQ(engine.length(b), prompt.size() - 1);
+  EXPECT_EQ(engine.kv_stats().used, 2u);  // positions 93 .. 98 of blocks 23 and 24
+  const auto last = engine.forward(std::vector<BatchRow>{{b, prompt.back(), prompt.size() - 1, true}});
+  EXPECT_EQ(std::memcmp(last.data(), &expected[(prompt.size() - 1) * vocab], vocab * sizeof(float)), 0);
+  engine.close(b);
+  expect_kv_pool_idle(engine);
+}
+
+// A model with a layer that sees every position keeps every block (Qwen2's lower layers).
+TEST(SlidingWindowBlocks, AGlobalLayerKeepsEveryBlock) {
+  const TinyConfig config = testing::tiny_family("qwen2");  // layer 0 global, layer 1 a window of 5
+  BatchOptions options;
+  options.kv_blocks = 8;
+  options.block_size = 4;
+  BatchEngine engine(Model::load(testing::write_checkpoint(config, "window-global")), options);
+  const SequenceId a = engine.open();
+  std::vector<BatchRow> rows;
+  for (size_t p = 0; p < 30; ++p) rows.push_back({a, int32_t(p % config.vocab), p, false});
+  engine.forward(rows);
+  EXPECT_EQ(engine.kv_stats().used, 8u);
+  engine.close(a);
+  expect_kv_pool_idle(engine);
 }
 
 TEST_F(BatchEngineTest, AFullPoolRefusesThePassAndChangesNothing) {

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <span>
 #include <vector>
 
 #include "ditto/error.h"
 #include "ditto/session.h"
 #include "kernels/kernels.h"
+#include "tensor/hash.h"
 #include "model/gguf.h"
 #include "simd_targets.h"
 #include "tensor/matrix.h"
@@ -163,11 +165,20 @@ TEST(Gguf, ReadsMetadataAndTensors) {
   EXPECT_EQ(c.eos_token_id, 2);
 }
 
-// The quantised model keeps the contract: every chunking, thread count and decode give the
-// bits of the whole-prompt run.
+constexpr Numerics kBothNumerics[] = {Numerics::Exact, Numerics::Int8};
+
+std::shared_ptr<const Model> tiny_model(DType dtype, Numerics numerics) {
+  const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()), numerics);
+  EXPECT_EQ(model->numerics(), numerics);
+  return model;
+}
+
+// The quantised model keeps the contract, in both numerics: every chunking, thread count and
+// decode give the bits of the whole-prompt run.
 TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
+  for (const Numerics numerics : kBothNumerics)
   for (DType dtype : kQuantizedDTypes) {
-    const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
+    const auto model = tiny_model(dtype, numerics);
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
     Session whole(model, {64, DType::F32, 1});
@@ -183,7 +194,7 @@ TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
           logits.insert(logits.end(), part.begin(), part.end());
         }
         ASSERT_EQ(std::memcmp(logits.data(), expected.data(), expected.size() * 4), 0)
-            << dtype_name(dtype) << " chunk " << chunk << " threads " << threads;
+            << numerics_name(numerics) << " " << dtype_name(dtype) << " chunk " << chunk << " threads " << threads;
       }
     }
   }
@@ -192,8 +203,9 @@ TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
 // ... and every SIMD target gives the bits of the scalar reference (the in-register and the
 // blocked dequantisation both: 40 rows whole, then in chunks of 16).
 TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
+  for (const Numerics numerics : kBothNumerics)
   for (DType dtype : kQuantizedDTypes) {
-    const auto model = Model::load(testing::write_gguf("tiny-" + dtype_name(dtype), tiny_llama(dtype).bytes()));
+    const auto model = tiny_model(dtype, numerics);
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
     std::vector<std::pair<std::string, std::vector<float>>> runs;  // (target and chunk, logits)
@@ -212,7 +224,31 @@ TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
     ASSERT_GE(runs.size(), 2u);
     for (const auto& [name, logits] : runs)
       ASSERT_EQ(std::memcmp(logits.data(), runs.front().second.data(), logits.size() * 4), 0)
-          << dtype_name(dtype) << ": " << name << " differs from " << runs.front().first;
+          << numerics_name(numerics) << " " << dtype_name(dtype) << ": " << name << " differs from "
+          << runs.front().first;
+  }
+}
+
+// The bits of the int8 numerics on the tiny model of each type, pinned like the exact ones in
+// session_test.cpp: a change here changes the function (docs/numerics-quant.md), on purpose
+// only. The same on every SIMD target, the scalar reference included.
+TEST(GoldenHash, Int8NumericsArePinnedOnEveryTarget) {
+  const std::map<DType, std::string> expected = {
+      {DType::Q8_0, "cb3dcbe4fee535d1"}, {DType::Q4_0, "33d9fe844faec28f"}, {DType::Q4_1, "e091661724459cb7"},
+      {DType::Q5_0, "109ce8a8fd68d773"}, {DType::Q5_1, "77057f4ac8e0136c"}, {DType::Q2_K, "02da8e7e78d7cec4"},
+      {DType::Q3_K, "c21cb6146841c206"}, {DType::Q4_K, "1706c34869e2ea04"}, {DType::Q5_K, "2221731f07146fbf"},
+      {DType::Q6_K, "db416805f88ed5b5"}};
+  for (DType dtype : kQuantizedDTypes) {
+    const auto model = tiny_model(dtype, Numerics::Int8);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 33; ++i) prompt.push_back((i * 29 + 3) % 80);
+    testing::for_each_target([&] {
+      Session session(model, {64, DType::F32, 2});
+      const auto logits = session.prefill(prompt, Logits::All);
+      LogitsHash hash;
+      hash.update(logits.data(), logits.size());
+      EXPECT_EQ(hash.hex(), expected.at(dtype)) << dtype_name(dtype);
+    });
   }
 }
 

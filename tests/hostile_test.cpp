@@ -161,9 +161,10 @@ TEST(HostileConfig, EveryNumberIsCheckedAgainstItsRange) {
   EXPECT_EQ(parse_hf_config(config.dump()).rope_theta, 1.0);
   // The extremes accepted give finite angles at the last position (under the sanitizers: no
   // conversion out of range on the way).
-  std::vector<float> cos(limits::kHeadDim.max / 2), sin(cos.size());
+  std::vector<float> inv_freq(limits::kHeadDim.max / 2), cos(inv_freq.size()), sin(inv_freq.size());
   for (const double theta : {limits::kMinRopeTheta, limits::kMaxRopeTheta}) {
-    kernels::rope_angles(theta, size_t(limits::kHeadDim.max), size_t(limits::kPositions.max - 1), cos.data(), sin.data());
+    kernels::rope_inverse_frequencies(theta, size_t(limits::kHeadDim.max), inv_freq.data());
+    kernels::rope_angles(inv_freq.data(), inv_freq.size(), size_t(limits::kPositions.max - 1), cos.data(), sin.data());
     for (size_t i = 0; i < cos.size(); ++i) ASSERT_TRUE(std::isfinite(cos[i]) && std::isfinite(sin[i])) << theta << " " << i;
   }
   // Token ids: integers in range, or null; never truncated.

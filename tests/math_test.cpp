@@ -1,7 +1,9 @@
 // The deterministic math of the numerics contract: accurate, and exactly as specified.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ditto/dtype.h"
 #include "kernels/ref/kernels.h"
@@ -95,14 +97,83 @@ TEST(FoldLanes, FixedTreeOrder) {
 }
 
 TEST(RopeAngles, MatchTheDoubleFormula) {
-  float cos[64], sin[64];
-  ref::rope_angles(1000000.0, 128, 12345, cos, sin);
+  float inv_freq[64], cos[64], sin[64];
+  ref::rope_inverse_frequencies(1000000.0, 128, inv_freq);
+  ref::rope_angles(inv_freq, 64, 12345, cos, sin);
   for (int i = 0; i < 64; ++i) {
     const float inv_freq = 1.0f / float(std::pow(1000000.0, double(float(2 * i) / 128.0f)));
     const double angle = double(12345.0f * inv_freq);
     EXPECT_NEAR(cos[i], std::cos(angle), 1e-6) << i;
     EXPECT_NEAR(sin[i], std::sin(angle), 1e-6) << i;
   }
+}
+
+}  // namespace
+}  // namespace ditto
+
+namespace ditto {
+namespace {
+
+TEST(Llama3Rope, KeepsHighFrequenciesDividesLowOnesAndInterpolatesBetween) {
+  // head_dim 64, theta 500000, original context 64: wavelengths 2π/f run from 6.3 to ~4e5.
+  float inv_freq[32], scaled[32];
+  ref::rope_inverse_frequencies(500000.0, 64, inv_freq);
+  std::copy(inv_freq, inv_freq + 32, scaled);
+  ref::llama3_scale_frequencies(scaled, 32, 8.0, 1.0, 4.0, 64.0);
+  size_t kept = 0, divided = 0, between = 0;
+  for (int i = 0; i < 32; ++i) {
+    const float wavelength = (1.0f / inv_freq[i]) * float(2 * M_PI);
+    if (wavelength < 16.0f) {  // below original / high_freq_factor
+      EXPECT_EQ(scaled[i], inv_freq[i]) << i;
+      ++kept;
+    } else if (wavelength > 64.0f) {  // beyond original / low_freq_factor
+      EXPECT_EQ(scaled[i], inv_freq[i] / 8.0f) << i;
+      ++divided;
+    } else {
+      EXPECT_LT(scaled[i], inv_freq[i]) << i;
+      EXPECT_GT(scaled[i], inv_freq[i] / 8.0f) << i;
+      ++between;
+    }
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_GT(divided, 0u);
+  EXPECT_GT(between, 0u);
+}
+
+TEST(RouteTopK, SoftmaxTopKTiesToTheLowerIndexAndRenormalises) {
+  const float logits[5] = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
+  uint32_t chosen[2];
+  float weights[2];
+  ref::route_top_k(logits, 5, 2, /*normalize=*/true, chosen, weights);
+  EXPECT_EQ(chosen[0], 1u);
+  EXPECT_EQ(chosen[1], 3u);
+  EXPECT_EQ(weights[0], 0.5f);
+  EXPECT_EQ(weights[1], 0.5f);
+
+  // Unnormalised: the softmax itself, from exp_f32 and the 16-lane sum.
+  ref::route_top_k(logits, 5, 2, /*normalize=*/false, chosen, weights);
+  float e[5], lanes[ref::kLanes] = {};
+  for (int i = 0; i < 5; ++i) lanes[i] = e[i] = ref::exp_f32(logits[i] - 3.0f);
+  const float total = ref::fold_lanes(lanes);
+  EXPECT_EQ(weights[0], e[1] / total);
+  EXPECT_EQ(weights[1], e[3] / total);
+
+  // Top-1 of a tie takes the lower index; the order of the result is by index, not by weight.
+  ref::route_top_k(logits, 5, 1, true, chosen, weights);
+  EXPECT_EQ(chosen[0], 1u);
+  EXPECT_EQ(weights[0], 1.0f);
+  uint32_t three[3];
+  float three_weights[3];
+  ref::route_top_k(logits, 5, 3, false, three, three_weights);
+  EXPECT_EQ(std::vector<uint32_t>(three, three + 3), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(three_weights[1], e[2] / total);
+}
+
+TEST(AddBias, AddsTheBiasToEveryRow) {
+  float y[6] = {1, 2, 3, 4, 5, 6};
+  const float bias[3] = {0.5f, -1.0f, 0.25f};
+  ref::add_bias(y, 2, 3, bias);
+  EXPECT_EQ(std::vector<float>(y, y + 6), (std::vector<float>{1.5f, 1.0f, 3.25f, 4.5f, 4.0f, 6.25f}));
 }
 
 }  // namespace

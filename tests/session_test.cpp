@@ -82,6 +82,19 @@ TEST_P(Invariance, ThreadCountDoesNotChangeABit) {
         << threads << " threads";
 }
 
+// Past what the attention kernel cuts work by (tiles of 64 row-heads, here 32 rows; blocks of 32
+// and 64 keys; chunks of 256 keys when a pass has few tiles): every chunking, thread count and
+// decode give the whole prompt's bits.
+TEST_P(Invariance, LongPromptPastTilesAndKeyBlocks) {
+  const ModelCase& c = GetParam();
+  const auto model = Model::load(testing::write_checkpoint(c.config, std::string("long-") + c.name));
+  const auto prompt = prompt_of(300, c.config.vocab);
+  const auto whole = prefill_in_chunks(model, prompt, prompt.size(), {512, c.cache, 1});
+  for (const auto& [chunk, threads] : {std::pair<size_t, int>{1, 2}, {33, 1}, {64, 3}, {300, 4}})
+    EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, chunk, {512, c.cache, threads}), whole))
+        << "chunk " << chunk << ", " << threads << " threads";
+}
+
 TinyConfig llama_tied_f32() {
   TinyConfig c;
   c.arch = "llama";
@@ -99,16 +112,10 @@ TinyConfig qwen3_f16() {
   return c;
 }
 
-// Three layers: sliding window, global, sliding window; prompts of 40 to 100 run past the window.
-TinyConfig gemma3_bf16() {
-  TinyConfig c;
-  c.arch = "gemma3_text";
-  c.layers = 3;
-  return c;
-}
-
+// Gemma's three layers, sliding window, global, sliding window (prompts of 40 to 100 run past
+// the window), with one kv head, tied, in f32.
 TinyConfig gemma3_mqa_tied_f32() {
-  TinyConfig c = gemma3_bf16();
+  TinyConfig c = testing::tiny_family("gemma3_text");
   c.kv_heads = 1;
   c.tied = true;
   c.dtype = DType::F32;
@@ -120,7 +127,13 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                                            ModelCase{"qwen3_bf16_cache_bf16", TinyConfig{}, DType::BF16},
                                            ModelCase{"llama_tied_f32_cache_f16", llama_tied_f32(), DType::F16},
                                            ModelCase{"qwen3_f16", qwen3_f16(), DType::F32},
-                                           ModelCase{"gemma3_bf16", gemma3_bf16(), DType::F32},
+                                           ModelCase{"qwen2_window", testing::tiny_family("qwen2"), DType::F32},
+                                           ModelCase{"mistral_window_cache_bf16", testing::tiny_family("mistral"), DType::BF16},
+                                           ModelCase{"phi3", testing::tiny_family("phi3"), DType::F32},
+                                           ModelCase{"llama3_rope", testing::tiny_family("llama"), DType::F32},
+                                           ModelCase{"mixtral", testing::tiny_family("mixtral"), DType::F16},
+                                           ModelCase{"qwen3_moe", testing::tiny_family("qwen3_moe"), DType::F32},
+                                           ModelCase{"gemma3", testing::tiny_family("gemma3_text"), DType::F32},
                                            ModelCase{"gemma3_mqa_tied_f32_cache_bf16", gemma3_mqa_tied_f32(), DType::BF16}),
                          [](const auto& info) { return std::string(info.param.name); });
 
@@ -138,18 +151,34 @@ TEST(GoldenHash, TinyQwen3LogitsArePinnedOnEveryTarget) {
   });
 }
 
-// The same for the tiny Gemma 3 model: its GELU-tanh, norms, windows, two RoPE bases, query
-// scale and softcap all take part.
-TEST(GoldenHash, TinyGemma3LogitsArePinnedOnEveryTarget) {
-  const auto model = Model::load(testing::write_checkpoint(gemma3_bf16(), "golden-gemma3"));
+// The same for a model of each family (testing::tiny_family: llama with llama3 RoPE), so that
+// what each computes beyond Qwen3 is pinned too.
+struct GoldenCase {
+  const char* arch;
+  const char* hash;
+};
+
+class FamilyGoldenHash : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(FamilyGoldenHash, LogitsArePinnedOnEveryTarget) {
+  const TinyConfig config = testing::tiny_family(GetParam().arch);
+  const auto model = Model::load(testing::write_checkpoint(config, std::string("golden-") + GetParam().arch));
   testing::for_each_target([&] {
     Session session(model, {64, DType::F32, 2});
-    const auto logits = session.prefill(prompt_of(33, TinyConfig{}.vocab), Logits::All);
+    const auto logits = session.prefill(prompt_of(33, config.vocab), Logits::All);
     LogitsHash hash;
     hash.update(logits.data(), logits.size());
-    EXPECT_EQ(hash.hex(), "f35b63c076d42408");
+    EXPECT_EQ(hash.hex(), GetParam().hash);
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGoldenHash,
+                         ::testing::Values(GoldenCase{"qwen2", "5455a1ff710685ec"}, GoldenCase{"mistral", "6a728c8cd7e44a41"},
+                                           GoldenCase{"phi3", "69fa3fe93074305c"}, GoldenCase{"llama", "3c0d8b29259d4465"},
+                                           GoldenCase{"mixtral", "66b5796a984c7d81"},
+                                           GoldenCase{"qwen3_moe", "ed64afb8271d9022"},
+                                           GoldenCase{"gemma3_text", "f35b63c076d42408"}),
+                         [](const auto& info) { return std::string(info.param.arch); });
 
 TEST(SessionErrors, TooLongPromptIsRefusedAndTheSessionStaysUsable) {
   const auto model = Model::load(testing::write_checkpoint(TinyConfig{}, "too-long"));

@@ -41,17 +41,7 @@ TEST(Simd, TheBestTargetIsUsedByDefault) {
 void expect_matmul_matches_reference(DType dtype, const std::vector<unsigned char>& source, size_t n, size_t k,
                                      size_t rows) {
   const auto w = PackedMatrix::pack(dtype, n, k, source.data());
-  const auto x = random_floats(rows * k, rows * 7 + k, 3.0f);
-  std::vector<float> expected(rows * n);
-  ref::matmul(x.data(), rows, w.view(), expected.data(), 1);
-  for_each_target([&] {
-    for (int threads : {1, 3}) {
-      std::vector<float> got(rows * n, -1.0f);
-      kernels::matmul(x.data(), rows, w.view(), got.data(), threads);
-      ASSERT_TRUE(same_bits(got, expected))
-          << dtype_name(dtype) << " rows " << rows << " n " << n << " k " << k << " threads " << threads;
-    }
-  });
+  testing::expect_matmul_matches_reference(w.view(), random_floats(rows * k, rows * 7 + k, 3.0f), rows, dtype_name(dtype));
 }
 
 TEST(Simd, MatmulMatchesReference) {
@@ -113,8 +103,9 @@ TEST(Simd, RmsNormMatchesReference) {
 
 TEST(Simd, RopeMatchesReference) {
   for (size_t head_dim : {2, 6, 16, 24, 64, 128}) {
-    std::vector<float> cos(head_dim / 2), sin(head_dim / 2);
-    ref::rope_angles(1000000.0, head_dim, 977, cos.data(), sin.data());
+    std::vector<float> inv_freq(head_dim / 2), cos(head_dim / 2), sin(head_dim / 2);
+    ref::rope_inverse_frequencies(1000000.0, head_dim, inv_freq.data());
+    ref::rope_angles(inv_freq.data(), head_dim / 2, 977, cos.data(), sin.data());
     const auto x = random_floats(5 * head_dim, head_dim, 2.0f);
     auto expected = x;
     ref::rope(expected.data(), 5, head_dim, cos.data(), sin.data());
@@ -214,8 +205,9 @@ TEST(Simd, AttentionMatchesReference) {
     for (Shape s : {Shape{1, 1, 16, 0, 1}, Shape{4, 2, 64, 0, 37}, Shape{8, 2, 128, 19, 13}, Shape{3, 1, 32, 100, 1},
                     Shape{2, 2, 24, 5, 7}, Shape{6, 3, 48, 16, 17}}) {
       // Windows: none, one key, shorter than a block, across blocks, longer than every row.
-      for (const auto& [block_size, window] : {std::pair<size_t, size_t>{1, 0}, {5, 0}, {16, 0}, {5, 1}, {5, 3}, {16, 7},
-                                              {16, 21}, {1, 1000}}) {
+      for (const auto& block_and_window : {std::pair<size_t, size_t>{1, 0}, {5, 0}, {16, 0}, {5, 1}, {5, 3}, {16, 7},
+                                           {16, 21}, {1, 1000}}) {
+        const size_t block_size = block_and_window.first, window = block_and_window.second;
         // Two sequences: one prefilling `rows` rows after first_pos, one decoding at a prime depth.
         const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, block_size, {s.first_pos + s.rows, 23}, 11);
         std::vector<ref::AttentionRow> rows;
@@ -232,6 +224,46 @@ TEST(Simd, AttentionMatchesReference) {
             ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
                                                   << s.head_dim << " rows " << s.rows << " block " << block_size
                                                   << " window " << window << " threads " << threads;
+          }
+        });
+      }
+    }
+  }
+}
+
+// The tiled kernel on the shapes it cuts work by: tiles of 64 row-heads (so 64 rows for one head
+// per kv head, 8 for MQA's eight), blocks of 32 and 64 keys, chunks of 256 keys when tiles are
+// fewer than twice the threads (decode), none of them dividing the shapes here; head sizes 64,
+// 128, 256; GQA groups of 1, 2, 7 and MQA; windows; rows of two sequences interleaved (each a
+// run of its own) or one after the other.
+TEST(Simd, AttentionTilesAndSplitsMatchReference) {
+  struct Shape {
+    size_t heads, kv_heads, head_dim, first_pos, rows;
+    bool interleaved;
+  };
+  for (DType cache_dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (Shape s : {Shape{4, 4, 64, 0, 70, true}, Shape{14, 2, 128, 300, 9, false}, Shape{8, 1, 256, 290, 11, false},
+                    Shape{2, 1, 128, 511, 1, false}, Shape{16, 8, 128, 257, 3, true}}) {
+      for (size_t window : {size_t(0), size_t(100)}) {
+        const size_t length = s.first_pos + s.rows;
+        const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, 16, {length, length}, 29);
+        // Sequence 0 prefills `rows` rows, sequence 1 every other of the same positions.
+        std::vector<ref::AttentionRow> rows;
+        for (size_t t = 0; t < s.rows; ++t) rows.push_back({cache.tables[0].data(), s.first_pos + t});
+        for (size_t t = 0; t < s.rows; t += 2)
+          rows.insert(s.interleaved ? rows.begin() + ptrdiff_t(t + t / 2 + 1) : rows.end(),
+                      {cache.tables[1].data(), s.first_pos + t});
+        const auto q = random_floats(rows.size() * s.heads * s.head_dim, 31, 3.0f);
+        const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
+        std::vector<float> expected(q.size());
+        ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
+        for_each_target([&] {
+          for (int threads : {1, 5}) {  // tiles for one thread; for five, most of these split
+            std::vector<float> got(q.size());
+            kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
+            ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << "/" << s.kv_heads
+                                                  << " head_dim " << s.head_dim << " rows " << s.rows << " from "
+                                                  << s.first_pos << " window " << window << " threads " << threads;
           }
         });
       }
@@ -325,9 +357,10 @@ TEST(Simd, BlockMaxAndFirstIndexMatchReference) {
 TEST(Simd, IndicesInRangeMatchesReference) {
   for (const size_t n : kRowSizes) {
     const auto x = random_floats(n, n + 1, 4.0f);
-    for (const auto& [low, high] : std::vector<std::pair<float, float>>{
+    for (const auto& range : std::vector<std::pair<float, float>>{
              {-INFINITY, INFINITY}, {-1.0f, INFINITY}, {3.5f, INFINITY}, {x[n / 2], INFINITY}, {10.0f, INFINITY},
              {-1.0f, 1.0f}, {-INFINITY, x[n / 2]}, {x[n / 2], x[n / 2]}, {2.0f, -2.0f}}) {
+      const float low = range.first, high = range.second;
       std::vector<uint32_t> expected(n);
       expected.resize(ref::indices_in_range(x.data(), n, low, high, expected.data()));
       for_each_target([&] {

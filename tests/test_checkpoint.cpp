@@ -119,6 +119,17 @@ std::string config_json(const TinyConfig& c) {
       {"tie_word_embeddings", c.tied},
       {"hidden_act", "silu"},
   };
+  if (c.llama3_rope)
+    config["rope_parameters"] = {{"rope_theta", 500000.0},       {"rope_type", "llama3"},
+                                 {"factor", 8.0},                {"low_freq_factor", 1.0},
+                                 {"high_freq_factor", 4.0},      {"original_max_position_embeddings", 64}};
+  if (c.arch != "llama") config["sliding_window"] = c.window ? nlohmann::json(c.window) : nlohmann::json();
+  if (c.arch == "qwen2" || c.arch == "qwen3" || c.arch == "qwen3_moe") config["use_sliding_window"] = c.window != 0;
+  if (c.arch == "qwen2" || c.arch == "qwen3") config["max_window_layers"] = 1;
+  if (c.arch == "mixtral") config.update({{"num_local_experts", c.experts}, {"num_experts_per_tok", c.experts_per_token}});
+  if (c.arch == "qwen3_moe")
+    config.update({{"num_experts", c.experts}, {"num_experts_per_tok", c.experts_per_token},
+                   {"moe_intermediate_size", c.expert_intermediate}, {"norm_topk_prob", c.norm_topk_prob}});
   if (c.arch == "gemma3_text") {
     config.erase("hidden_act");
     config["hidden_activation"] = "gelu_pytorch_tanh";
@@ -132,31 +143,52 @@ std::string config_json(const TinyConfig& c) {
   return config.dump(2);
 }
 
+TinyConfig tiny_family(const std::string& arch) {
+  TinyConfig c;
+  c.arch = arch;
+  if (arch == "qwen2") c.window = 5;
+  if (arch == "mistral") c.window = 7, c.kv_heads = 1, c.dtype = DType::F32;
+  if (arch == "phi3") c.dtype = DType::F16, c.tied = true;
+  if (arch == "llama") c.llama3_rope = true;
+  if (arch == "mixtral") c.intermediate = 24;
+  if (arch == "qwen3_moe") c.experts = 5, c.experts_per_token = 1, c.norm_topk_prob = false;
+  if (arch == "gemma3_text") c.layers = 3;
+  return c;
+}
+
 std::vector<TestTensor> random_weights(const TinyConfig& c) {
   SplitMix64 rng(c.seed);
   const std::string dtype = c.dtype == DType::F32 ? "F32" : c.dtype == DType::F16 ? "F16" : "BF16";
   std::vector<TestTensor> tensors;
   // Matrices get scale 2/sqrt(cols), so that activations stay of order one; norms act in
-  // [0.5, 1.5) (Gemma's as 1 + w).
+  // [0.5, 1.5) (Gemma's as 1 + w), biases lie in [-0.5, 0.5).
   const bool gemma = c.arch == "gemma3_text";
   auto add = [&](const std::string& name, std::vector<size_t> shape) {
     const size_t count = shape.size() == 1 ? shape[0] : shape[0] * shape[1];
     const float scale = shape.size() == 1 ? 0.5f : 2.0f / std::sqrt(float(shape[1]));
-    const float offset = shape.size() == 1 && !gemma ? 1.0f : 0.0f;
+    const bool norm = shape.size() == 1 && name.find(".bias") == std::string::npos;
+    const float offset = norm && !gemma ? 1.0f : 0.0f;
     TestTensor t{name, dtype, shape, std::vector<unsigned char>(count * dtype_size(c.dtype))};
     for (size_t i = 0; i < count; ++i) store_from_f32(t.bytes.data(), c.dtype, i, offset + rng.uniform(scale));
     tensors.push_back(std::move(t));
   };
   const size_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  const bool moe = c.arch == "mixtral" || c.arch == "qwen3_moe";
   add("model.embed_tokens.weight", {c.vocab, c.hidden});
   for (size_t l = 0; l < c.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {c.hidden});
-    add(p + "self_attn.q_proj.weight", {q, c.hidden});
-    add(p + "self_attn.k_proj.weight", {kv, c.hidden});
-    add(p + "self_attn.v_proj.weight", {kv, c.hidden});
+    if (c.arch == "phi3") {
+      add(p + "self_attn.qkv_proj.weight", {q + 2 * kv, c.hidden});
+    } else {
+      add(p + "self_attn.q_proj.weight", {q, c.hidden});
+      add(p + "self_attn.k_proj.weight", {kv, c.hidden});
+      add(p + "self_attn.v_proj.weight", {kv, c.hidden});
+    }
+    if (c.arch == "qwen2")
+      for (const char* proj : {"q", "k", "v"}) add(p + "self_attn." + proj + "_proj.bias", {proj[0] == 'q' ? q : kv});
     add(p + "self_attn.o_proj.weight", {c.hidden, q});
-    if (c.arch == "qwen3" || gemma) {
+    if (c.arch == "qwen3" || c.arch == "qwen3_moe" || gemma) {
       add(p + "self_attn.q_norm.weight", {c.head_dim});
       add(p + "self_attn.k_norm.weight", {c.head_dim});
     }
@@ -165,9 +197,25 @@ std::vector<TestTensor> random_weights(const TinyConfig& c) {
       add(p + "pre_feedforward_layernorm.weight", {c.hidden});
       add(p + "post_feedforward_layernorm.weight", {c.hidden});
     }
-    add(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden});
-    add(p + "mlp.up_proj.weight", {c.intermediate, c.hidden});
-    add(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    if (moe) {
+      const bool mixtral = c.arch == "mixtral";
+      const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+      const size_t width = mixtral ? c.intermediate : c.expert_intermediate;
+      add(block + "gate.weight", {c.experts, c.hidden});
+      for (size_t e = 0; e < c.experts; ++e) {
+        const std::string expert = block + "experts." + std::to_string(e) + ".";
+        add(expert + (mixtral ? "w1" : "gate_proj") + ".weight", {width, c.hidden});
+        add(expert + (mixtral ? "w3" : "up_proj") + ".weight", {width, c.hidden});
+        add(expert + (mixtral ? "w2" : "down_proj") + ".weight", {c.hidden, width});
+      }
+    } else if (c.arch == "phi3") {
+      add(p + "mlp.gate_up_proj.weight", {2 * c.intermediate, c.hidden});
+      add(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    } else {
+      add(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden});
+      add(p + "mlp.up_proj.weight", {c.intermediate, c.hidden});
+      add(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    }
   }
   add("model.norm.weight", {c.hidden});
   if (!c.tied) add("lm_head.weight", {c.vocab, c.hidden});

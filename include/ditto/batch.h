@@ -10,6 +10,7 @@
 namespace ditto {
 
 using SequenceId = uint64_t;
+class Pipeline;  // runtime/pipeline.h
 
 // One row of a forward pass: the token at `position` of a sequence. A sequence's rows in a pass
 // continue it: their positions are its length, length + 1, ... in the order of the rows.
@@ -27,6 +28,10 @@ struct BatchOptions {
   int threads = 1;
   bool prefix_cache = true;  // keep finished blocks for reuse by later sequences (open(prompt))
   ForwardObserver* observer = nullptr;  // not owned; must outlive the calls
+  // The head of a pipeline (not owned; must outlive the engine): the model holds stage 0's
+  // layers, each pass runs through every stage, in micro_batches parts (0: two per stage).
+  Pipeline* pipeline = nullptr;
+  size_t micro_batches = 0;
 };
 
 struct KVStats {
@@ -71,6 +76,14 @@ class BatchEngine {
   // sequence, a position that does not continue its sequence or lies past the model's context,
   // a token outside the vocabulary, or a pool without the blocks the pass needs.
   std::vector<float> forward(std::span<const BatchRow> rows);
+  // forward() in two halves, so that several passes can be in flight through a pipeline's stages
+  // (depth() of them keep every stage busy): start() checks and begins a pass (the rows count as
+  // written: a later pass may continue their sequences) and returns before its logits; wait()
+  // returns the logits of the oldest pass started. What a row gets does not depend on the others.
+  void start(std::span<const BatchRow> rows);
+  std::vector<float> wait();
+  size_t in_flight() const;
+  size_t depth() const;  // the pipeline's stages; 1 in one process
 
   // Blocks a pass of these rows would take from the pool (forward() needs them available).
   size_t blocks_needed(std::span<const BatchRow> rows) const;

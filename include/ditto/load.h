@@ -15,6 +15,13 @@ struct LoadOptions {
   bool weights = true;    // false: config, tokenizer and template only (no model)
   bool tokenizer = true;  // false: skip the tokenizer (token ids only)
   std::string tokenizer_file;  // a tokenizer.json to use instead of the model's own
+  // How quantised matrices multiply; default: kQuantizedDefault for a file with quantised
+  // tensors (none: Exact).
+  std::optional<Numerics> numerics;
+  // Stage `stage` of `stages` of a pipeline (runtime/pipeline.h) loads its layers only: `split`
+  // layers per stage, or (empty) the split that balances the weight bytes the stages multiply with.
+  size_t stages = 1, stage = 0;
+  std::vector<size_t> split;
 };
 
 // What a model file brings: the model, its tokenizer, its chat template and the tokens that

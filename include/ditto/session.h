@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "ditto/batch.h"
 #include "ditto/dtype.h"
 #include "ditto/model.h"
 
@@ -14,6 +15,7 @@ struct SessionOptions {
   DType cache_dtype = DType::F32;
   int threads = 1;
   ForwardObserver* observer = nullptr;  // not owned; must outlive the session's calls
+  Pipeline* pipeline = nullptr;         // the head of a pipeline (BatchOptions::pipeline)
 };
 
 // Which positions of a prefill call get logits.

@@ -1,4 +1,4 @@
-"""Small random Qwen3 / Llama / Gemma 3 checkpoints, made and run by transformers itself.
+"""Small random checkpoints of every family ditto runs, made and run by transformers itself.
 
 Also a command: `python -m ditto_testing.checkpoints OUT_DIR [--arch qwen3] ...` writes one.
 """
@@ -12,37 +12,49 @@ ARCHITECTURES = {
     "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
     "gemma3_text": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+    "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
+    "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM),
+    "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
+    "qwen3_moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM),
 }
 
 
 def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, intermediate_size=128,
                     layers=2, heads=4, kv_heads=2, head_dim=16, tied=False, dtype="float32",
-                    rope_theta=10000.0, seed=0, max_positions=1024, max_shard_size=None, **family_options):
+                    rope_theta=10000.0, seed=0, max_positions=1024, max_shard_size=None, family=None):
     """Saves a randomly initialised model (config.json + model.safetensors) and returns it in fp32.
+
+    `family` holds the family's own config fields (sliding_window, num_local_experts, ...); a
+    "rope_parameters" entry there replaces the plain RoPE of rope_theta.
 
     With max_shard_size (e.g. "200KB") transformers writes model-0000x-of-0000y.safetensors shards
     and model.safetensors.index.json instead of one file.
 
     For bf16/f16 checkpoints the returned model holds the same rounded weights in fp32, so it is
-    the fp32 reference on exactly the values ditto loads. `family_options` go to the config
-    class as they are (Gemma 3: sliding_window, sliding_window_pattern, rope_local_base_freq, ...).
+    the fp32 reference on exactly the values ditto loads.
     """
     config_class, model_class = ARCHITECTURES[arch]
+    options = dict(rope_theta=rope_theta)
+    options.update(family or {})
     config = config_class(
         vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
         head_dim=head_dim, tie_word_embeddings=tied, max_position_embeddings=max_positions,
-        rope_theta=rope_theta, rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None,
-        attn_implementation="eager", **family_options,
+        rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        attn_implementation="eager", **options,
     )
     torch.manual_seed(seed)
     model = model_class(config).eval()
     with torch.no_grad():
         # Default init gives near-uniform logits; larger weights make greedy choices decisive
-        # and norms non-trivial. Norm weights act in [0.5, 1.5), Gemma's as 1 + w.
+        # and norms non-trivial. Norm weights act in [0.5, 1.5), Gemma's as 1 + w; biases (Qwen2's
+        # q, k, v) are centred on zero.
         norm_low = -0.5 if arch == "gemma3_text" else 0.5
         for name, parameter in model.named_parameters():
-            if parameter.dim() == 1:
+            if name.endswith(".bias"):
+                parameter.uniform_(-0.5, 0.5)
+            elif parameter.dim() == 1:
                 parameter.uniform_(norm_low, norm_low + 1.0)
             else:
                 parameter.normal_(0.0, 1.0 / hidden_size ** 0.5 * 2.0)

@@ -89,11 +89,11 @@ def write_tiny_chat_model(path, seed=0, add_bos=False):
 
 
 class Server:
-    """`ditto serve -m MODEL ARGS... --port 0`, as a context manager. `url` is its root
+    """`ditto serve -m MODEL ARGS... --port 0` (after `launcher`, e.g. mpirun's words), as a context manager. `url` is its root
     (http://127.0.0.1:PORT), `log` what it wrote to stderr."""
 
-    def __init__(self, model, *args, ready_timeout=300):
-        self.args = [DITTO, "serve", "-m", str(model), "--host", "127.0.0.1", "--port", "0", *map(str, args)]
+    def __init__(self, model, *args, ready_timeout=300, launcher=()):
+        self.args = [*launcher, DITTO, "serve", "-m", str(model), "--host", "127.0.0.1", "--port", "0", *map(str, args)]
         self.ready_timeout = ready_timeout
         self.process = None
         self.url = None

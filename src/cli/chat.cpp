@@ -28,6 +28,7 @@ struct ChatOptions {
   int predict = 1024;
   int threads = default_threads();
   CacheOptions cache;
+  std::string numerics;
   SamplingParams sampling;
   std::vector<std::string> stops;
   std::string chat_template;
@@ -117,7 +118,9 @@ class Conversation {
 
 void run_chat(const ChatOptions& o) {
   const std::string path = model_path(o.model);
-  const LoadedModel loaded = load_model(path);
+  LoadOptions load;
+  load.numerics = numerics_choice(o.numerics);
+  const LoadedModel loaded = load_model(path, load);
   require_tokenizer(loaded, path);
   Conversation conversation(o, loaded);
   std::fprintf(stderr, "%s: type a message; /reset starts over, /exit (or end of input) leaves\n", loaded.name.c_str());
@@ -147,6 +150,7 @@ void register_chat(CLI::App& app) {
   cmd->add_option("-n,--predict", o->predict, "Tokens per reply at most")->capture_default_str()->check(CLI::Range(int64_t(1), limits::kPositions.max));
   add_threads_option(cmd, o->threads);
   add_cache_options(cmd, o->cache);
+  add_numerics_option(cmd, o->numerics);
   add_sampling_options(cmd, o->sampling);
   cmd->add_option("--stop", o->stops, "End a reply at this string (repeatable); it is not shown");
   add_chat_template_options(cmd, o->chat_template, o->vars);

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stages.h"
 #include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/load.h"
@@ -40,6 +41,7 @@ struct GenerateOptions {
   int threads = default_threads();
   size_t context = 0;
   CacheOptions cache;
+  std::string numerics;
   size_t parallel = 1;
   bool prefix_cache = true;
   SamplingParams sampling;
@@ -51,6 +53,7 @@ struct GenerateOptions {
   bool json = false;
   bool trace = false;
   bool raw = false;  // -p text as it is (after the tokenizer's BOS), without the model's chat template
+  StageOptions stages;
 };
 
 std::vector<std::string> hex(const std::vector<uint64_t>& hashes) {
@@ -91,11 +94,7 @@ std::vector<std::vector<int32_t>> read_prompts(const GenerateOptions& o, const L
   return prompts;
 }
 
-void run_generate(const GenerateOptions& o) {
-  LoadOptions load;
-  load.tokenizer = !o.prompt.empty() || !o.stops.empty();
-  load.tokenizer_file = o.tokenizer;
-  const std::string path = model_path(o.model);
+void generate(const GenerateOptions& o, const std::string& path, const LoadOptions& load, Pipeline* pipeline) {
   const LoadedModel loaded = load_model(path, load);
   const auto prompts = read_prompts(o, loaded, path);
   if (!o.stops.empty()) require_tokenizer(loaded, path);
@@ -111,6 +110,7 @@ void run_generate(const GenerateOptions& o) {
   batch.cache_dtype = o.cache.dtype();
   batch.prefix_cache = o.prefix_cache;
   batch.observer = o.trace ? &trace : nullptr;
+  batch.pipeline = pipeline;
   size_t longest = 0;
   for (const auto& prompt : prompts) longest = std::max(longest, prompt.size());
   const size_t limit = o.context ? o.context : config.max_positions;
@@ -216,6 +216,18 @@ void run_generate(const GenerateOptions& o) {
   }
 }
 
+void run_generate(const GenerateOptions& o) {
+  LoadOptions load;
+  load.tokenizer = !o.prompt.empty() || !o.stops.empty();
+  load.tokenizer_file = o.tokenizer;
+  load.numerics = numerics_choice(o.numerics);
+  const std::string path = model_path(o.model);
+  const std::unique_ptr<Pipeline> pipeline = start_stages(o.stages, load);
+  if (pipeline && !pipeline->head()) return run_stage(*pipeline, path, load);
+  generate(o, path, load, pipeline.get());
+  if (pipeline) pipeline->finish();
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app) {
@@ -245,6 +257,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", options->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str()->check(CLI::Range(int64_t(0), limits::kPositions.max));
   add_cache_options(cmd, options->cache);
+  add_numerics_option(cmd, options->numerics);
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("--logprobs", options->sampling.top_logprobs,
                   "With --json: the log-probability of each token and of the N most likely ones (0 to 20)")
@@ -267,6 +280,7 @@ void register_generate(CLI::App& app) {
   cmd->add_flag("--json", options->json, "Print one JSON object per prompt (below), for programs");
   cmd->add_flag("--trace", options->trace, "With --json: add the hashes of every intermediate (below)")
       ->needs("--json");
+  add_stage_options(cmd, options->stages);
   cmd->callback([options] { run_generate(*options); });
 }
 

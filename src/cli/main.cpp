@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "ditto/error.h"
+#include "kernels/kernels.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ditto: LLM inference whose logits are bitwise the same however the work is cut up"};
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   ditto::cli::register_chat(app);
   ditto::cli::register_serve(app);
   try {
+    ditto::kernels::pin_target_from_environment();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -33,6 +33,21 @@ void add_cache_options(CLI::App* command, CacheOptions& cache) {
       ->transform(CLI::AsSizeValue(false));
 }
 
+void add_numerics_option(CLI::App* command, std::string& numerics) {
+  command
+      ->add_option("--numerics", numerics,
+                   "How quantised weights multiply: int8 (inputs rounded to int8 per block of 32, integer dot "
+                   "products: llama.cpp's kind of arithmetic) or exact (weights dequantised exactly to f32: "
+                   "transformers' function). Either is bitwise invariant; dense weights are always exact. Default: " +
+                       numerics_name(kQuantizedDefault) + " for a file with quantised weights")
+      ->check(CLI::IsMember({"exact", "int8"}));
+}
+
+std::optional<Numerics> numerics_choice(const std::string& numerics) {
+  if (numerics.empty()) return std::nullopt;
+  return parse_numerics(numerics);
+}
+
 void add_sampling_options(CLI::App* command, SamplingParams& s) {
   s.temperature = 0.0;
   command->add_option("--temp", s.temperature, "Temperature; 0 = greedy (the most likely token)")->capture_default_str();

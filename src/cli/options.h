@@ -1,10 +1,12 @@
 #pragma once
 // Options several commands share, declared once so that they mean the same everywhere.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "ditto/batch.h"
 #include "ditto/dtype.h"
+#include "ditto/numerics.h"
 #include "runtime/sampler.h"
 
 namespace ditto::cli {
@@ -24,6 +26,10 @@ struct CacheOptions {
   DType dtype() const { return parse_dtype(type); }
 };
 void add_cache_options(CLI::App* command, CacheOptions& cache);
+
+// --numerics exact|int8: how quantised matrices multiply; empty: the model file's default.
+void add_numerics_option(CLI::App* command, std::string& numerics);
+std::optional<Numerics> numerics_choice(const std::string& numerics);
 
 // The sampler: --temp (default 0: greedy), --top-k, --top-p, --min-p, --repeat-penalty,
 // --repeat-last-n, --presence-penalty, --frequency-penalty, --seed.

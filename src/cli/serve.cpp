@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stages.h"
 #include "ditto/error.h"
 #include "ditto/load.h"
 #include "runtime/token_ids.h"
@@ -31,11 +32,15 @@ struct ServeOptions {
   std::string api_key_file;
   int threads = default_threads();
   size_t context = 0;
-  CacheOptions cache;
+  // f16 keys and values: half the memory of f32 (twice the sequences in a budget, half the reads
+  // of a decode step at depth) for logits within a few hundredths of f32's (README, KV precision).
+  CacheOptions cache{"f16"};
+  std::string numerics;
   size_t parallel = 16;
   size_t batch_tokens = 512;
   std::string chat_template;
   std::vector<std::string> vars;
+  StageOptions stages;
 };
 
 std::vector<std::string> read_keys(const std::string& path) {
@@ -57,7 +62,29 @@ size_t default_kv_blocks(const ModelConfig& config, DType cache, size_t block_si
                   kv_blocks_for_budget(config, cache, block_size, size_t(memory / 2)));
 }
 
+// With stages a server stops at once, on a signal or on a failed pass: a pipeline cannot finish
+// its requests once a stage is gone, and mpirun sends every stage SIGTERM when one of them ends.
+// What runs gets 503, new requests get 503, and the server ends with an error.
+void stop_with_stages(serve::HttpServer& http, serve::Service& service, Pipeline& pipeline, const sigset_t& signals) {
+  const timespec tick{0, 100'000'000};
+  int signal = 0;
+  while (!pipeline.failed() && signal <= 0) signal = sigtimedwait(&signals, nullptr, &tick);
+  http.drain();
+  pipeline.stop();
+  service.scheduler().cancel_all();
+  http.wait_quiet(std::chrono::milliseconds(1000));
+  http.stop();
+  throw Error(signal > 0 ? std::string("ditto serve: ") + strsignal(signal) +
+                               ": stopped at once (with --stages, mpirun stops every stage when one of them ends)"
+                         : "ditto serve: stopped: " + pipeline.failure());
+}
+
 void run_serve(ServeOptions o) {
+  const std::string path = model_path(o.model);
+  LoadOptions load;
+  load.numerics = numerics_choice(o.numerics);
+  const std::unique_ptr<Pipeline> pipeline = start_stages(o.stages, load, /*own_signals=*/true);
+  if (pipeline && !pipeline->head()) return run_stage(*pipeline, path, load);
   if (!o.api_key_file.empty())
     for (std::string& key : read_keys(o.api_key_file)) o.http.api_keys.push_back(std::move(key));
   for (const std::string& key : o.http.api_keys)
@@ -78,14 +105,14 @@ void run_serve(ServeOptions o) {
   std::fflush(stdout);
   http.start();
 
-  const std::string path = model_path(o.model);
-  LoadedModel loaded = load_model(path);
+  LoadedModel loaded = load_model(path, load);
   require_tokenizer(loaded, path);
   serve::ServiceOptions options;
   options.name = o.alias.empty() ? loaded.name : o.alias;
   options.context = o.context;
   const size_t context = o.context ? std::min(o.context, loaded.config.max_positions) : loaded.config.max_positions;
   options.batch.threads = o.threads;
+  options.batch.pipeline = pipeline.get();
   options.batch.cache_dtype = o.cache.dtype();
   options.batch.kv_blocks =
       o.cache.budget ? kv_blocks_for_budget(loaded.config, options.batch.cache_dtype, options.batch.block_size, o.cache.budget)
@@ -100,6 +127,7 @@ void run_serve(ServeOptions o) {
               service.name().c_str(), context, o.parallel, kv_blocks, block_size);
   std::fflush(stdout);
 
+  if (pipeline) return stop_with_stages(http, service, *pipeline, signals);
   int signal = 0;
   sigwait(&signals, &signal);
   std::fprintf(stderr, "ditto serve: %s: finishing the requests in flight (send it again to cancel them)\n",
@@ -120,7 +148,8 @@ void register_serve(CLI::App& app) {
   cmd->footer(
       "Endpoints: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize; GET /v1/models,\n"
       "/health, /metrics. A request's tokens and logprobs are the same bits whatever else the server runs.\n"
-      "SIGTERM or SIGINT: refuse new requests, finish those in flight and exit; a second one cancels them.");
+      "SIGTERM or SIGINT: refuse new requests, finish those in flight and exit; a second one cancels them.\n"
+      "With --stages (under mpirun) a signal or a stage that fails stops it at once: requests in flight get 503.");
   add_model_option(cmd, o->model);
   cmd->add_option("--alias", o->alias, "The model's id in the API (default: the file or directory name)");
   cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
@@ -130,6 +159,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", o->context, "Positions a sequence may fill; 0 = the model's context")
       ->capture_default_str();
   add_cache_options(cmd, o->cache);
+  add_numerics_option(cmd, o->numerics);
   cmd->add_option("--parallel", o->parallel, "Sequences in flight at most (each choice of a request is one)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--batch-tokens", o->batch_tokens,
@@ -145,6 +175,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--http-threads", o->http.threads,
                   "Connections served at once; a streaming request holds one while it runs")
       ->capture_default_str()->check(CLI::Range(1, 4096));
+  add_stage_options(cmd, o->stages);
   cmd->callback([o] { run_serve(*o); });
 }
 

@@ -9,6 +9,11 @@
 namespace ditto::kernels {
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
+// matmul() of a matrix packed for the int8 numerics (ref::matmul_int8).
+void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
+// The int8 numerics' rounding of matmul inputs (ref::quantize_rows), `padding` zero rows after them.
+void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding = 0,
+                   int threads = 1);
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
@@ -25,15 +30,30 @@ uint64_t sum_of_weights(const float* z, size_t n, float max, float inverse_tempe
 void sampling_weights(const float* z, size_t n, float max, float inverse_temperature, uint64_t* weights);
 
 // Not on the hot path: the reference serves.
+using ref::add_bias;
 using ref::embedding_row;
+using ref::llama3_scale_frequencies;
 using ref::rope_angles;
+using ref::rope_inverse_frequencies;
+using ref::route_top_k;
 
-// The Highway target the kernels run on now (e.g. "AVX3", "AVX2").
+// The Highway target the kernels run on now (e.g. "AVX3_DL", "AVX3", "AVX2").
 std::string target_name();
+
+// If the environment variable DITTO_SIMD_TARGET names a target (e.g. AVX2; any case), the
+// kernels run on it from now on rather than on the best one the CPU has: for measuring one
+// target's kernels on a machine that has better ones. Read once, by the first call; throws
+// ditto::Error, naming the choices, for a target the CPU or the build lacks.
+inline constexpr const char* kTargetVariable = "DITTO_SIMD_TARGET";
+void pin_target_from_environment();
 
 // GFLOP/s of independent f32 fmas on `threads` threads of the shared pool: the ceiling of
 // prefill under the numerics contract (best of 5 runs of ~15 ms each). 0 on targets without
 // SIMD fma.
 double fma_peak_gflops(int threads);
+// GB/s that `threads` threads read streaming through 1 GiB, each its share (best of 3): the
+// ceiling of decode. Both are timed in the threads' CPU time, so that other work on the
+// machine does not lower them.
+double read_bandwidth_gbps(int threads);
 
 }  // namespace ditto::kernels

@@ -5,8 +5,9 @@ namespace ditto {
 namespace {
 
 const Architecture* const* registry() {
-  static const Architecture* const entries[] = {&qwen3_architecture(), &llama_architecture(), &gemma3_architecture(),
-                                                nullptr};
+  static const Architecture* const entries[] = {&qwen3_architecture(),     &llama_architecture(),   &qwen2_architecture(),
+                                                &mistral_architecture(),   &phi3_architecture(),    &mixtral_architecture(),
+                                                &qwen3_moe_architecture(), &gemma3_architecture(), nullptr};
   return entries;
 }
 
@@ -18,9 +19,9 @@ const Architecture* find_architecture(std::string_view model_type) {
   return nullptr;
 }
 
-const Architecture* find_gguf_architecture(std::string_view gguf_name) {
+const Architecture* find_gguf_architecture(std::string_view gguf_name, bool experts) {
   for (const Architecture* const* a = registry(); *a; ++a)
-    if ((*a)->gguf_name == gguf_name) return *a;
+    if ((*a)->gguf_name == gguf_name && ((*a)->experts != nullptr) == experts) return *a;
   return nullptr;
 }
 

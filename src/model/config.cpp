@@ -28,10 +28,29 @@ int64_t optional_token_id(const json& config, const char* key, const std::string
   return first;
 }
 
+// Llama 3.1's scaling, its four fields checked: the wavelengths divide by the two frequency
+// factors, and the band between them by their difference.
+ModelConfig::Llama3Rope parse_llama3_rope(const ConfigFields& rope) {
+  ModelConfig::Llama3Rope scaling;
+  const auto required = [&](const char* key, double min, double max) {
+    if (!rope.given(key)) throw Error(rope.field(key) + " is missing: llama3 rope scaling needs it");
+    return rope.number(key, min, max, 0.0);
+  };
+  scaling.factor = required("factor", 1.0, limits::kMaxRopeFactor);
+  scaling.low_freq_factor = required("low_freq_factor", limits::kMinRopeFactor, limits::kMaxRopeFactor);
+  scaling.high_freq_factor = required("high_freq_factor", limits::kMinRopeFactor, limits::kMaxRopeFactor);
+  if (!(scaling.high_freq_factor > scaling.low_freq_factor))
+    throw Error(rope.field("high_freq_factor") + " must be greater than low_freq_factor");
+  if (!rope.given("original_max_position_embeddings"))
+    throw Error(rope.field("original_max_position_embeddings") + " is missing: llama3 rope scaling needs it");
+  scaling.original_max_positions = double(rope.size("original_max_position_embeddings", limits::kPositions));
+  return scaling;
+}
+
 // Since transformers 5 the rope settings live in "rope_parameters"; before, in
-// "rope_theta" and "rope_scaling". Only plain RoPE is implemented: any other type, in
-// either place, is refused rather than ignored.
-double parse_rope_theta(const ConfigFields& fields) {
+// "rope_theta" and "rope_scaling". Plain RoPE and Llama 3.1's scaling are implemented: any
+// other type, in either place, is refused rather than ignored.
+void parse_rope(const ConfigFields& fields, ModelConfig& c) {
   const json& config = fields.json();
   double theta = config.value("rope_theta", 10000.0);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
@@ -39,11 +58,14 @@ double parse_rope_theta(const ConfigFields& fields) {
     const json& rope = config[key];
     if (!rope.is_object()) throw Error(fields.source() + ": '" + key + "' must be an object");
     const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
-    if (type != "default")
-      throw Error(fields.source() + ": rope scaling of type '" + type + "' is not supported (only plain RoPE)");
+    if (type == "llama3") {
+      c.llama3_rope = parse_llama3_rope(ConfigFields(rope, fields.source() + ": " + key, {}));
+    } else if (type != "default") {
+      throw Error(fields.source() + ": rope scaling of type '" + type + "' is not supported (only plain RoPE and llama3)");
+    }
     theta = rope.value("rope_theta", theta);
   }
-  return in_range(fields.field("rope_theta"), theta, limits::kMinRopeTheta, limits::kMaxRopeTheta);
+  c.rope_theta = in_range(fields.field("rope_theta"), theta, limits::kMinRopeTheta, limits::kMaxRopeTheta);
 }
 
 }  // namespace
@@ -68,7 +90,7 @@ double ConfigFields::number(const std::string& key, double min, double max, doub
 
 bool ConfigFields::flag(const std::string& key, bool fallback) const {
   if (!given(key)) return fallback;
-  if (!config_[key].is_boolean()) throw Error(field(key) + " is " + config_[key].dump() + ", not true or false");
+  if (!config_[key].is_boolean()) throw Error(field(key) + " is " + detail::json_text(config_[key]) + ", not true or false");
   return config_[key].get<bool>();
 }
 
@@ -82,13 +104,52 @@ std::vector<bool> read_layer_types(const ConfigFields& config, size_t layers) {
     throw Error(config.field("layer_types") + " must list one type for each of the " + std::to_string(layers) + " layers");
   std::vector<bool> sliding(layers);
   for (size_t l = 0; l < layers; ++l) {
-    const std::string type = types[l].is_string() ? types[l].get<std::string>() : types[l].dump();
+    const std::string type = types[l].is_string() ? types[l].get<std::string>() : detail::json_text(types[l]);
     if (type != "sliding_attention" && type != "full_attention")
       throw Error(config.field("layer_types") + ": layer " + std::to_string(l) + " is '" + type +
                   "', not 'sliding_attention' or 'full_attention'");
     sliding[l] = type == "sliding_attention";
   }
   return sliding;
+}
+
+namespace {
+
+// sliding_window: `absent` when the config leaves it out (the family's default), 0 (none) when null.
+size_t sliding_window(const ConfigFields& config, size_t absent) {
+  if (!config.json().contains("sliding_window")) return absent;
+  return config.size("sliding_window", limits::kPositions, size_t(0));
+}
+
+}  // namespace
+
+void read_sliding_window(const ConfigFields& config, ModelConfig& out, size_t absent) {
+  out.sliding_windows.assign(out.layers, sliding_window(config, absent));
+}
+
+void read_qwen_sliding_windows(const ConfigFields& config, ModelConfig& out) {
+  if (!config.flag("use_sliding_window", false)) return;
+  const size_t window = sliding_window(config, 4096);
+  out.sliding_windows.assign(out.layers, 0);
+  if (config.given("layer_types")) {
+    const std::vector<bool> sliding = read_layer_types(config, out.layers);
+    for (size_t l = 0; l < out.layers; ++l)
+      if (sliding[l]) out.sliding_windows[l] = window;
+  } else {
+    const size_t first = config.size("max_window_layers", {0, limits::kLayers.max}, size_t(28));
+    for (size_t l = first; l < out.layers; ++l) out.sliding_windows[l] = window;
+  }
+}
+
+void read_experts(const ConfigFields& config, const std::string& experts_key, const std::string& intermediate_key,
+                  ModelConfig& out) {
+  out.experts = config.size(experts_key, limits::kExperts);
+  out.experts_per_token = config.size("num_experts_per_tok", limits::kExperts);
+  if (out.experts_per_token > out.experts)
+    throw Error(config.field("num_experts_per_tok") + " is " + std::to_string(out.experts_per_token) +
+                ", more than the " + std::to_string(out.experts) + " experts (" + experts_key + ")");
+  out.expert_intermediate_size = config.size(intermediate_key, limits::kWidth);
+  out.sparse_layers.assign(out.layers, true);
 }
 
 void check_attention_shape(const ModelConfig& c, const std::string& source) {
@@ -132,7 +193,7 @@ ModelConfig model_config_from_json(const json& config, const std::string& source
     check_attention_shape(c, source);
     // Read as a double and checked before it narrows: a float cannot hold 1e300.
     c.rms_norm_eps = float(fields.number("rms_norm_eps", 0.0, limits::kMaxRmsNormEps, 1e-6));
-    c.rope_theta = parse_rope_theta(fields);
+    parse_rope(fields, c);
     c.tied_embeddings = config.value("tie_word_embeddings", false);
     c.bos_token_id = optional_token_id(config, "bos_token_id", fields.field("bos_token_id"));
     c.eos_token_id = optional_token_id(config, "eos_token_id", fields.field("eos_token_id"));
@@ -140,7 +201,6 @@ ModelConfig model_config_from_json(const json& config, const std::string& source
     if (activation != "silu") throw Error(source + ": hidden_act '" + activation + "' is not supported (only silu)");
     fields.refuse_if_true("attention_bias", "a bias on the attention projections");
     fields.refuse_if_true("mlp_bias", "a bias on the MLP projections");
-    fields.refuse_if_true("use_sliding_window", "sliding-window attention");
     architecture->read_config(fields, c);
     return c;
   } catch (const json::exception& e) {

@@ -42,6 +42,18 @@ class ConfigFields {
   const FieldNames& names_;
 };
 
+// What several families share, for their read_config (src/model/architectures/).
+// The sliding window of `sliding_window` in every layer: none when it is null, `absent` (the
+// family's default) when the config leaves it out.
+void read_sliding_window(const ConfigFields& config, ModelConfig& out, size_t absent);
+// Qwen's windows: only with use_sliding_window, in the layers layer_types calls
+// "sliding_attention" or, without layer_types, in layers max_window_layers (28) and up; the
+// window sliding_window (4096).
+void read_qwen_sliding_windows(const ConfigFields& config, ModelConfig& out);
+// A mixture of experts in every layer: `experts_key` experts of `intermediate_key` each,
+// num_experts_per_tok of them per row.
+void read_experts(const ConfigFields& config, const std::string& experts_key, const std::string& intermediate_key,
+                  ModelConfig& out);
 // transformers' layer_types (one "sliding_attention" or "full_attention" per layer): true for
 // each sliding layer.
 std::vector<bool> read_layer_types(const ConfigFields& config, size_t layers);

@@ -1,9 +1,12 @@
 // The decoder of every family in the registry: pre-norm blocks of GQA attention with RoPE and a
-// gated MLP. The families' differences are flags of ModelConfig: an RMSNorm on every q and k
-// head before RoPE (Qwen3, Gemma 3), a sliding window and a RoPE base per layer, and Gemma 3's
-// scaled embedding, norms after the attention and the MLP, GELU-tanh and logit softcapping.
+// gated MLP or a mixture of SwiGLU experts. The families' differences are flags of ModelConfig:
+// an RMSNorm on every q and k head before RoPE (Qwen3, Gemma 3), biases on q, k and v (Qwen2), a
+// sliding window and a RoPE base per layer (Mistral, Qwen2, Gemma 3), Llama 3.1's RoPE scaling,
+// experts (Mixtral, Qwen3-MoE), and Gemma 3's scaled embedding, norms after the attention and the
+// MLP, GELU-tanh and logit softcapping.
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -24,12 +27,49 @@ size_t rope_bases(const ModelConfig& c) {
   return 1;
 }
 
-// Floats per row of each buffer of DecoderScratch, in its order (x, normed, ..., sin).
-std::array<size_t, 11> scratch_widths(const ModelConfig& c) {
+// Floats per row of each per-row buffer of DecoderScratch, in its order (x, normed, ..., sin,
+// router, ..., expert_out, then route_experts, 32 bits too).
+std::array<size_t, 18> scratch_widths(const ModelConfig& c) {
   const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  const size_t k = c.experts_per_token, expert = c.expert_intermediate_size;
+  const size_t expert_rows = c.experts != 0 ? c.hidden_size : 0;  // an expert's gathered input and its output
   const size_t angles = c.head_dim / 2 * rope_bases(c);
-  return {c.hidden_size, c.hidden_size, c.hidden_size,    q_width, kv_width, kv_width,
-          q_width,       c.intermediate_size, c.intermediate_size, angles,   angles};
+  return {c.hidden_size, c.hidden_size, c.hidden_size, q_width, kv_width, kv_width, q_width, c.intermediate_size,
+          c.intermediate_size, angles, angles, c.experts, k, expert_rows, expert, expert, expert_rows, k};
+}
+
+// The MLP of a sparse layer on `normed` (rows x hidden) into `out`: each row's router picks its
+// experts; every expert runs on the rows that chose it, gathered (a matmul computes each row the
+// same whatever the rows beside it), and adds its output times the row's weight for it to the
+// row's sum. Experts go in increasing index, so each row sums its experts in that order,
+// starting from +0.0f, as transformers does (docs/numerics.md).
+void mixture_of_experts(const ModelConfig& c, const LayerWeights& layer, const float* normed, size_t rows, float* out,
+                        int threads, DecoderScratch& s) {
+  const size_t hidden = c.hidden_size, k = c.experts_per_token, width = c.expert_intermediate_size;
+  kernels::matmul(normed, rows, layer.router.view(), s.router.data(), threads);
+  for (size_t t = 0; t < rows; ++t)
+    kernels::route_top_k(&s.router[t * c.experts], c.experts, k, c.normalize_top_k, &s.route_experts[t * k],
+                         &s.route_weights[t * k]);
+  std::fill(out, out + rows * hidden, 0.0f);
+  std::vector<std::pair<size_t, float>> members;  // (row, its weight for the expert)
+  for (size_t e = 0; e < c.experts; ++e) {
+    members.clear();
+    for (size_t i = 0; i < rows * k; ++i)
+      if (s.route_experts[i] == e) members.emplace_back(i / k, s.route_weights[i]);
+    if (members.empty()) continue;
+    for (size_t m = 0; m < members.size(); ++m)
+      std::copy_n(normed + members[m].first * hidden, hidden, &s.expert_in[m * hidden]);
+    const ExpertWeights& expert = layer.experts[e];
+    kernels::matmul(s.expert_in.data(), members.size(), expert.gate.view(), s.expert_gate.data(), threads);
+    kernels::matmul(s.expert_in.data(), members.size(), expert.up.view(), s.expert_up.data(), threads);
+    kernels::silu_mul(s.expert_gate.data(), s.expert_up.data(), members.size() * width, s.expert_gate.data());
+    kernels::matmul(s.expert_gate.data(), members.size(), expert.down.view(), s.expert_out.data(), threads);
+    for (size_t m = 0; m < members.size(); ++m) {
+      float* sum = out + members[m].first * hidden;
+      const float* y = &s.expert_out[m * hidden];
+      for (size_t i = 0; i < hidden; ++i) sum[i] = sum[i] + y[i] * members[m].second;
+    }
+  }
 }
 
 }  // namespace
@@ -44,15 +84,20 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
                      float* logits, int threads, DecoderScratch& scratch, ForwardObserver* observer) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
-  const size_t rows = batch.tokens.size();
+  const size_t rows = batch.positions.size();
   const size_t hidden = c.hidden_size;
   const size_t q_width = c.heads * c.head_dim;
   const size_t kv_width = c.kv_heads * c.head_dim;
+  const size_t half = c.head_dim / 2;
 
-  const std::array<size_t, 11> widths = scratch_widths(c);
-  std::vector<float>* buffers[] = {&scratch.x, &scratch.normed, &scratch.projected, &scratch.q,  &scratch.k,  &scratch.v,
-                                   &scratch.attended, &scratch.gate, &scratch.up, &scratch.cos, &scratch.sin};
-  for (size_t i = 0; i < widths.size(); ++i) buffers[i]->resize(rows * widths[i]);
+  const std::array<size_t, 18> widths = scratch_widths(c);
+  std::vector<float>* buffers[] = {&scratch.x,          &scratch.normed,        &scratch.projected, &scratch.q,
+                                   &scratch.k,          &scratch.v,             &scratch.attended,  &scratch.gate,
+                                   &scratch.up,         &scratch.cos,           &scratch.sin,       &scratch.router,
+                                   &scratch.route_weights, &scratch.expert_in, &scratch.expert_gate, &scratch.expert_up,
+                                   &scratch.expert_out};
+  for (size_t i = 0; i + 1 < widths.size(); ++i) buffers[i]->resize(rows * widths[i]);
+  scratch.route_experts.resize(rows * widths.back());
   auto &x = scratch.x, &normed = scratch.normed, &projected = scratch.projected, &q = scratch.q, &k = scratch.k,
        &v = scratch.v, &attended = scratch.attended, &gate = scratch.gate, &up = scratch.up, &cos = scratch.cos,
        &sin = scratch.sin;
@@ -64,29 +109,46 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       observer->observe(layer, name, batch.positions, values->data(), values->size() / rows);
   };
 
-  // Row t's angles at [t * half] for rope_theta, at [(rows + t) * half] for rope_local_theta.
-  const size_t half = c.head_dim / 2, bases = rope_bases(c);
+  // The inverse frequencies of rope_theta at [0, half) and of rope_local_theta at [half, 2 half);
+  // row t's angles for base b at [(b * rows + t) * half].
+  const size_t bases = rope_bases(c);
+  scratch.inv_freq.resize(bases * half);
+  kernels::rope_inverse_frequencies(c.rope_theta, c.head_dim, scratch.inv_freq.data());
+  if (const ModelConfig::Llama3Rope& r = c.llama3_rope; r.factor != 0.0)
+    kernels::llama3_scale_frequencies(scratch.inv_freq.data(), half, r.factor, r.low_freq_factor, r.high_freq_factor,
+                                      r.original_max_positions);
+  for (size_t i = 0; i < w.rope_divisors.size(); ++i) scratch.inv_freq[i] = scratch.inv_freq[i] / w.rope_divisors[i];
+  if (bases == 2) kernels::rope_inverse_frequencies(c.rope_local_theta, c.head_dim, &scratch.inv_freq[half]);
+  if (!w.part.embedding) std::copy(batch.hidden, batch.hidden + rows * hidden, x.begin());
   for (size_t t = 0; t < rows; ++t) {
-    kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
+    if (w.part.embedding) kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
     for (size_t b = 0; b < bases; ++b)
-      kernels::rope_angles(b == 0 ? c.rope_theta : c.rope_local_theta, c.head_dim, batch.positions[t],
-                           &cos[(b * rows + t) * half], &sin[(b * rows + t) * half]);
+      kernels::rope_angles(&scratch.inv_freq[b * half], half, batch.positions[t], &cos[(b * rows + t) * half],
+                           &sin[(b * rows + t) * half]);
   }
-  if (c.embedding_scale != 1.0f)
-    for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] * c.embedding_scale;
-  observe(0, {{"embedding", &x}});
+  if (w.part.embedding) {
+    if (c.embedding_scale != 1.0f)
+      for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] * c.embedding_scale;
+    observe(0, {{"embedding", &x}});
+  }
 
   const float scale = ref::AttentionParams::inverse_sqrt_scale(c.query_pre_attn_scalar != 0.0 ? c.query_pre_attn_scalar
                                                                                                : double(c.head_dim));
   const auto activation = c.activation == ModelConfig::Activation::GeluTanh ? kernels::gelu_tanh_mul : kernels::silu_mul;
   const char* activation_name = c.activation == ModelConfig::Activation::GeluTanh ? "gelu_mul" : "silu_mul";
-  for (size_t l = 0; l < c.layers; ++l) {
-    const LayerWeights& layer = w.layers[l];
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& layer = w.layers[i];
+    const size_t l = w.part.first_layer + i;
     const size_t angles = c.layer_rope_theta(l) == c.rope_theta ? 0 : rows * half;
     kernels::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
     kernels::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
     kernels::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
     kernels::matmul(normed.data(), rows, layer.v.view(), v.data(), threads);
+    if (c.qkv_bias) {
+      kernels::add_bias(q.data(), rows, q_width, layer.q_bias.data());
+      kernels::add_bias(k.data(), rows, kv_width, layer.k_bias.data());
+      kernels::add_bias(v.data(), rows, kv_width, layer.v_bias.data());
+    }
     if (c.qk_norm) {
       kernels::rmsnorm(q.data(), rows * c.heads, c.head_dim, layer.q_norm.data(), c.rms_norm_eps, q.data());
       kernels::rmsnorm(k.data(), rows * c.kv_heads, c.head_dim, layer.k_norm.data(), c.rms_norm_eps, k.data());
@@ -95,12 +157,12 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       const float *row_cos = &cos[angles + t * half], *row_sin = &sin[angles + t * half];
       kernels::rope(&q[t * q_width], c.heads, c.head_dim, row_cos, row_sin);
       kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, row_cos, row_sin);
-      cache[l].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
+      cache[i].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this pass's keys and values back from the cache.
-    kernels::attention(q.data(), batch.attention, cache[l], c.heads, {scale, c.window(l)}, attended.data(), threads);
+    kernels::attention(q.data(), batch.attention, cache[i], c.heads, {scale, c.window(l)}, attended.data(), threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
-    // q and k as attention read them: after their norm (Qwen3) and RoPE.
+    // q and k as attention read them: after their bias, norm (Qwen3) and RoPE.
     observe(l, {{"attn_norm", &normed}, {"q", &q}, {"k", &k}, {"v", &v}, {"attention", &attended}, {"o_proj", &projected}});
     if (c.post_norms) {
       kernels::rmsnorm(projected.data(), rows, hidden, layer.post_attention_norm.data(), c.rms_norm_eps, projected.data());
@@ -110,11 +172,16 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     observe(l, {{"attn_residual", &x}});
 
     kernels::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
-    kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
-    kernels::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
-    activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
-    kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
-    observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});
+    if (c.sparse(l)) {
+      mixture_of_experts(c, layer, normed.data(), rows, projected.data(), threads, scratch);
+      observe(l, {{"mlp_norm", &normed}, {"router", &scratch.router}, {"experts", &projected}});
+    } else {
+      kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
+      kernels::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
+      activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
+      kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
+      observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});
+    }
     if (c.post_norms) {
       kernels::rmsnorm(projected.data(), rows, hidden, layer.post_mlp_norm.data(), c.rms_norm_eps, projected.data());
       observe(l, {{"post_mlp_norm", &projected}});
@@ -123,7 +190,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     observe(l, {{"mlp_residual", &x}});
   }
 
-  if (batch.logit_rows.empty()) return;
+  if (!w.part.head || batch.logit_rows.empty()) return;
   for (size_t i = 0; i < batch.logit_rows.size(); ++i)
     kernels::rmsnorm(&x[batch.logit_rows[i] * hidden], 1, hidden, w.final_norm.data(), c.rms_norm_eps, &normed[i * hidden]);
   kernels::matmul(normed.data(), batch.logit_rows.size(), w.output_matrix(), logits, threads);

@@ -1,5 +1,6 @@
 #include "model/describe.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -17,6 +18,17 @@ namespace {
 
 using Rows = std::vector<std::pair<std::string, std::string>>;
 
+// The numerics the model runs with by default, and the other choice.
+void add_numerics(Rows& rows, const TensorStore& store) {
+  if (default_numerics(store) == Numerics::Exact) {
+    rows.push_back({"numerics", "exact (no quantised weights)"});
+    return;
+  }
+  const Numerics other = kQuantizedDefault == Numerics::Int8 ? Numerics::Exact : Numerics::Int8;
+  rows.push_back({"numerics", numerics_name(kQuantizedDefault) + " by default for quantised weights; --numerics " +
+                                  numerics_name(other) + " for the other (docs/numerics-quant.md)"});
+}
+
 void add_config(Rows& rows, const ModelConfig& c) {
   rows.push_back({"architecture", c.architecture_name});
   rows.push_back({"layers", std::to_string(c.layers)});
@@ -27,18 +39,29 @@ void add_config(Rows& rows, const ModelConfig& c) {
   rows.push_back({"vocabulary", std::to_string(c.vocab_size)});
   rows.push_back({"context length", std::to_string(c.max_positions)});
   std::ostringstream rope;
-  rope << "theta " << c.rope_theta << ", RMSNorm eps " << c.rms_norm_eps;
+  rope << "theta " << c.rope_theta;
+  if (const ModelConfig::Llama3Rope& r = c.llama3_rope; r.factor != 0.0)
+    rope << ", llama3 scaling (factor " << r.factor << ", frequency factors " << r.low_freq_factor << " and "
+         << r.high_freq_factor << ", original context " << r.original_max_positions << ")";
+  rope << ", RMSNorm eps " << c.rms_norm_eps;
   rows.push_back({"rope", rope.str()});
-  size_t windowed = 0, window = 0;
-  for (size_t l = 0; l < c.layers; ++l)
-    if (c.window(l) != 0) ++windowed, window = c.window(l);
+  rows.push_back({"embeddings", c.tied_embeddings ? "tied to the output" : "separate output matrix"});
+  size_t windowed = 0, widest = 0;
+  for (size_t l = 0; l < c.layers; ++l) windowed += c.window(l) != 0, widest = std::max(widest, c.window(l));
   if (windowed != 0) {
     std::ostringstream text;
-    text << window << " positions in " << windowed << " of " << c.layers << " layers";
+    text << widest << " positions in " << windowed << " of " << c.layers << " layers";
     if (c.rope_local_theta != 0.0) text << ", rope theta " << c.rope_local_theta << " there";
     rows.push_back({"sliding window", text.str()});
   }
-  rows.push_back({"embeddings", c.tied_embeddings ? "tied to the output" : "separate output matrix"});
+  if (c.experts != 0) {
+    size_t sparse = 0;
+    for (size_t l = 0; l < c.layers; ++l) sparse += c.sparse(l);
+    rows.push_back({"experts", "top " + std::to_string(c.experts_per_token) + " of " + std::to_string(c.experts) +
+                                   (c.normalize_top_k ? " (weights renormalised)" : "") + ", MLP size " +
+                                   std::to_string(c.expert_intermediate_size) + ", in " + std::to_string(sparse) +
+                                   " of " + std::to_string(c.layers) + " layers"});
+  }
 }
 
 // "q4_1 210, f32 61, q8_0 1" and the parameter count, from the tensors' types and shapes.
@@ -65,8 +88,10 @@ Rows describe_gguf(const std::string& path) {
   if (gguf.has("general.name")) rows.push_back({"name", gguf.get_string("general.name")});
   const ModelConfig config = gguf_model_config(gguf);
   // The sizes shown are the ones the model would run with: every tensor checked against them.
-  check_hf_weights(gguf_tensor_store(file, gguf), config);
+  const TensorStore store = gguf_tensor_store(file, gguf, config);
+  check_hf_weights(store, config);
   add_config(rows, config);
+  add_numerics(rows, store);
   add_tensors(
       rows, gguf.tensors, [](const GgufTensorInfo& t) { return dtype_name(t.dtype); },
       [](const GgufTensorInfo& t) { return t.shape; });
@@ -92,6 +117,7 @@ Rows describe_checkpoint(const std::string& directory) {
   const TensorStore store = load_safetensors_checkpoint(directory);
   check_hf_weights(store, config);
   add_config(rows, config);
+  add_numerics(rows, store);
   add_tensors(
       rows, store.tensors(), [](const auto& entry) { return dtype_name(entry.second.dtype); },
       [](const auto& entry) { return entry.second.shape; });

@@ -69,12 +69,13 @@ struct GgufFile {
 // header and the metadata are read (all a tokenizer needs, whatever the tensors' types).
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& name, bool tensors = true);
 
-// The decoder's hyper-parameters from the metadata of a GGUF file of a family in the registry.
+// The decoder's hyper-parameters from the metadata of a GGUF file of a family ditto runs.
 ModelConfig gguf_model_config(const GgufFile& gguf);
 
 // The tensors of `file`, named as transformers names them (model.layers.N.self_attn.q_proj.weight,
-// ...), so that pack_hf_weights packs them. A tensor ditto does not know is refused.
-TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf);
+// ...), so that pack_hf_weights packs them; stacked experts (blk.N.ffn_gate_exps, ...) as one
+// matrix per expert. A tensor the decoder of `config` does not read is refused.
+TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& gguf, const ModelConfig& config);
 
 // The tokenizer of a GGUF file (tokenizer.ggml.*: tokens, token types, merges, pre-tokenizer
 // name) as a Hugging Face tokenizer.json for Tokenizer::from_json: byte-level BPE ('gpt2') with

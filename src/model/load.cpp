@@ -13,6 +13,7 @@
 #include "model/architecture.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "model/stages.h"
 #include "model/weights.h"
 #include "tensor/limits.h"
 
@@ -23,10 +24,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& config, bool from_gguf) {
+std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& config, bool from_gguf,
+                                  const LoadOptions& options) {
   const StoredLayout layout = from_gguf ? StoredLayout{find_architecture(config.architecture_name)->gguf_qk_layout, true}
                                         : StoredLayout{};
-  return std::make_shared<Model>(config, pack_hf_weights(store, config, layout));
+  const ModelPart part = options.stages > 1 || !options.split.empty()
+                             ? stage_parts(store, config, options.stages, options.split).at(options.stage)
+                             : ModelPart{};
+  return std::make_shared<Model>(config, pack_hf_weights(store, config, layout, part, options.numerics));
 }
 
 // An id, a list of ids or null, as config.json and generation_config.json write eos_token_id;
@@ -51,7 +56,7 @@ void load_gguf(const std::string& path, const LoadOptions& options, LoadedModel&
   auto file = std::make_shared<MappedFile>(path);
   const GgufFile gguf = parse_gguf(std::span(file->data(), file->size()), "'" + path + "'");
   out.config = gguf_model_config(gguf);
-  if (options.weights) out.model = pack(gguf_tensor_store(file, gguf), out.config, /*from_gguf=*/true);
+  if (options.weights) out.model = pack(gguf_tensor_store(file, gguf, out.config), out.config, /*from_gguf=*/true, options);
   if (options.tokenizer && options.tokenizer_file.empty() && gguf.has("tokenizer.ggml.model")) {
     try {
       out.tokenizer = Tokenizer::from_json(gguf_tokenizer_json(gguf));
@@ -77,7 +82,7 @@ void load_checkpoint(const std::string& directory, const LoadOptions& options, L
   const json config = read_json(dir / "config.json");
   if (config.is_null()) throw Error("'" + directory + "' has no readable config.json");
   out.config = model_config_from_json(config, "config.json");
-  if (options.weights) out.model = pack(load_safetensors_checkpoint(directory), out.config, /*from_gguf=*/false);
+  if (options.weights) out.model = pack(load_safetensors_checkpoint(directory), out.config, /*from_gguf=*/false, options);
   if (options.tokenizer && options.tokenizer_file.empty() && fs::exists(dir / "tokenizer.json"))
     out.tokenizer = Tokenizer::from_file((dir / "tokenizer.json").string());
 

@@ -1,23 +1,42 @@
 #include "ditto/batch.h"
 
 #include <algorithm>
+#include <deque>
 #include <string>
 #include <unordered_map>
 
 #include "ditto/error.h"
 #include "tensor/checked.h"
 #include "model/decoder.h"
+#include "model/weights.h"
 #include "runtime/kv_pool.h"
+#include "runtime/pipeline.h"
 
 namespace ditto {
 
 namespace {
 
+// A block-table entry whose block went back to the pool: its positions lie before every
+// layer's window, so no row of the sequence reads them again.
+constexpr uint32_t kReleasedBlock = UINT32_MAX;
+
 struct Sequence {
   std::vector<int32_t> tokens;                 // the token of every position written
   std::vector<uint32_t> blocks;                // block table: position p lies in blocks[p / block_size]
   std::vector<KVPool::ContentId> contents;     // content ids of its full blocks, once published
+  size_t released = 0;                         // blocks[0 .. released) are kReleasedBlock
 };
+
+// How many positions back, its own included, any layer of the model reads: the widest sliding
+// window, or 0 when a layer reads every position (then no block is ever released).
+size_t attention_reach(const ModelConfig& config) {
+  size_t reach = 0;
+  for (size_t l = 0; l < config.layers; ++l) {
+    if (config.window(l) == 0) return 0;
+    reach = std::max(reach, config.window(l));
+  }
+  return reach;
+}
 
 size_t blocks_for(size_t positions, size_t block_size) {
   return checked_round_up(positions, block_size, "a count of KV blocks") / block_size;
@@ -52,9 +71,21 @@ struct BatchEngine::State {
   std::vector<size_t> positions, logit_rows;
   std::vector<KVSlot> slots;
   std::vector<ref::AttentionRow> attention;
+  std::vector<BlockCopy> copies;  // the pass's copies of shared blocks, for the other stages
+  // Passes started and not yet waited for: their logits (or where they are coming to) and how
+  // many of their micro-batches the last stage sends logits of.
+  struct InFlight {
+    std::vector<float> logits;
+    size_t logit_messages = 0;
+  };
+  std::deque<InFlight> in_flight;
 
-  State(const ModelConfig& config, const BatchOptions& o) : pool(config, o.cache_dtype, o.block_size, o.kv_blocks) {
-    for (size_t l = 0; l < config.layers; ++l) layers.push_back(pool.layer(l));
+  size_t reach;  // attention_reach of the model
+
+  State(const Model& model, const BatchOptions& o)
+      : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().layers.size()),
+        reach(attention_reach(model.config())) {
+    for (size_t l = 0; l < model.weights().layers.size(); ++l) layers.push_back(pool.layer(l));
   }
 
   Sequence& find(SequenceId id) {
@@ -99,6 +130,7 @@ struct BatchEngine::State {
     } else if (!pool.writable(sequence.blocks[index])) {
       const uint32_t copy = pool.take();
       pool.copy(sequence.blocks[index], copy, slot);
+      copies.push_back({sequence.blocks[index], copy, uint32_t(slot)});
       pool.release(sequence.blocks[index]);
       sequence.blocks[index] = copy;
     }
@@ -113,8 +145,56 @@ struct BatchEngine::State {
     }
   }
 
+  // Gives back the blocks that lie wholly before the first position the sequence's next row
+  // reads in any layer. A published one stays in the prefix cache for prompts that start alike.
+  void release_behind_windows(Sequence& sequence) {
+    const size_t next = sequence.tokens.size();
+    if (reach == 0 || next + 1 <= reach) return;
+    const size_t behind = (next + 1 - reach) / pool.block_size();
+    for (; sequence.released < behind; ++sequence.released) {
+      pool.release(sequence.blocks[sequence.released]);
+      sequence.blocks[sequence.released] = kReleasedBlock;
+    }
+  }
+
   KVPool::ContentId parent_of(const Sequence& sequence, size_t block) const {
     return block == 0 ? KVPool::kRoot : sequence.contents[block - 1];
+  }
+
+  // Starts the pass through a pipeline, cut into micro-batches of at least kMicroBatchRows rows
+  // (a prompt chunk's), two per stage at most: the head's layers here, then the rest on the
+  // other stages, the logits coming back into `logits`. Returns the messages of logits to wait for.
+  static constexpr size_t kMicroBatchRows = 16;
+  size_t start_stages(const Model& model, std::span<const BatchRow> rows, const BatchOptions& o, float* logits) {
+    Pipeline& pipeline = *o.pipeline;
+    const size_t parts = o.micro_batches ? std::min(rows.size(), o.micro_batches)
+                                         : std::clamp(rows.size() / kMicroBatchRows, size_t(1), 2 * pipeline.stages());
+    size_t messages = 0;
+    const size_t hidden = model.config().hidden_size, vocab = model.config().vocab_size;
+    size_t logit_row = 0;
+    for (size_t part = 0; part < parts; ++part) {
+      const size_t begin = part * rows.size() / parts, end = (part + 1) * rows.size() / parts, n = end - begin;
+      decoder_forward(model, layers,
+                      {std::span(tokens).subspan(begin, n), std::span(positions).subspan(begin, n),
+                       std::span(slots).subspan(begin, n), std::span(attention).subspan(begin, n), {}},
+                      nullptr, o.threads, scratch);
+      StagePass pass;
+      pass.positions.assign(positions.begin() + ptrdiff_t(begin), positions.begin() + ptrdiff_t(end));
+      pass.slots.assign(slots.begin() + ptrdiff_t(begin), slots.begin() + ptrdiff_t(end));
+      std::unordered_map<SequenceId, uint32_t> table_index;
+      for (size_t t = begin; t < end; ++t) {
+        const auto [at, added] = table_index.try_emplace(rows[t].sequence, uint32_t(pass.tables.size()));
+        if (added) pass.tables.push_back(find(rows[t].sequence).blocks);
+        pass.table_of.push_back(at->second);
+        if (rows[t].logits) pass.logit_rows.push_back(t - begin);
+      }
+      if (part == 0) pass.copies = copies;
+      pipeline.send_pass(pass, std::vector<float>(scratch.x.begin(), scratch.x.begin() + ptrdiff_t(n * hidden)),
+                         logits + logit_row * vocab, pass.logit_rows.size() * vocab);
+      logit_row += pass.logit_rows.size();
+      messages += !pass.logit_rows.empty();
+    }
+    return messages;
   }
 };
 
@@ -123,10 +203,17 @@ BatchEngine::BatchEngine(std::shared_ptr<const Model> model, BatchOptions option
   if (options_.threads < 1) throw Error("the thread count must be at least 1");
   if (options_.block_size == 0) throw Error("a KV block needs at least one position");
   if (options_.kv_blocks == 0) options_.kv_blocks = blocks_for(model_->config().max_positions, options_.block_size);
-  state_ = std::make_unique<State>(model_->config(), options_);
+  if (options_.pipeline && options_.observer) throw Error("tracing follows one process: it does not run with --stages");
+  state_ = std::make_unique<State>(*model_, options_);
+  if (options_.pipeline) options_.pipeline->configure(options_.kv_blocks, options_.block_size, options_.cache_dtype, options_.threads);
 }
 
-BatchEngine::~BatchEngine() = default;
+BatchEngine::~BatchEngine() {
+  try {
+    if (options_.pipeline) options_.pipeline->release();
+  } catch (const Error&) {  // a broken pipeline has nothing to release
+  }
+}
 
 SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
   Sequence sequence;
@@ -136,6 +223,7 @@ SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
     sequence.contents = std::move(match.contents);
     sequence.tokens.assign(prompt.begin(), prompt.begin() + ptrdiff_t(match.positions));
     state_->prefix_hit_positions += match.positions;
+    state_->release_behind_windows(sequence);
   }
   const SequenceId id = state_->next_id++;
   state_->sequences.emplace(id, std::move(sequence));
@@ -151,7 +239,7 @@ void BatchEngine::close(SequenceId id) {
     pool.publish(sequence.blocks.back(), state_->parent_of(sequence, sequence.blocks.size() - 1),
                  std::span(sequence.tokens).last(tail));
   // Last block first, so that the cache lets go of a sequence's end before its beginning.
-  for (size_t b = sequence.blocks.size(); b-- > 0;) pool.release(sequence.blocks[b]);
+  for (size_t b = sequence.blocks.size(); b-- > sequence.released;) pool.release(sequence.blocks[b]);
   state_->sequences.erase(id);
 }
 
@@ -170,6 +258,24 @@ KVStats BatchEngine::kv_stats() const {
 }
 
 std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
+  start(rows);
+  return wait();
+}
+
+size_t BatchEngine::in_flight() const { return state_->in_flight.size(); }
+
+size_t BatchEngine::depth() const { return options_.pipeline ? options_.pipeline->stages() : 1; }
+
+std::vector<float> BatchEngine::wait() {
+  State& s = *state_;
+  if (s.in_flight.empty()) throw Error("no forward pass was started");
+  State::InFlight pass = std::move(s.in_flight.front());  // gone even if waiting fails
+  s.in_flight.pop_front();
+  if (options_.pipeline) options_.pipeline->receive_logits(pass.logit_messages);
+  return std::move(pass.logits);
+}
+
+void BatchEngine::start(std::span<const BatchRow> rows) {
   State& s = *state_;
   const size_t needed = s.plan(rows, model_->config());
   if (needed > s.pool.available())
@@ -189,6 +295,7 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
   s.slots.clear();
   s.attention.clear();
   s.logit_rows.clear();
+  s.copies.clear();
   for (size_t t = 0; t < rows.size(); ++t) {
     s.tokens.push_back(rows[t].token);
     s.positions.push_back(rows[t].position);
@@ -199,11 +306,14 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
   for (const BatchRow& row : rows) s.attention.push_back({s.find(row.sequence).blocks.data(), row.position});
 
   const size_t vocab = model_->config().vocab_size;
-  std::vector<float> logits;
+  State::InFlight started;
   try {
-    logits.resize(s.logit_rows.size() * vocab);
-    decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows}, logits.data(),
-                    options_.threads, s.scratch, options_.observer);
+    started.logits.resize(s.logit_rows.size() * vocab);
+    if (options_.pipeline)
+      started.logit_messages = s.start_stages(*model_, rows, options_, started.logits.data());
+    else
+      decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows},
+                      started.logits.data(), options_.threads, s.scratch, options_.observer);
   } catch (...) {
     for (const BatchRow& row : rows) s.trim(s.find(row.sequence));
     throw;
@@ -220,7 +330,8 @@ std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
                                                  std::span(sequence.tokens).last(block_size)));
     }
   }
-  return logits;
+  for (const BatchRow& row : rows) s.release_behind_windows(s.find(row.sequence));
+  s.in_flight.push_back(std::move(started));
 }
 
 }  // namespace ditto

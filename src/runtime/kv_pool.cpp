@@ -15,14 +15,16 @@ size_t KVPool::block_bytes(const ModelConfig& c, DType dtype, size_t block_size)
   return checked_product("a KV block's size", 2, c.layers, c.kv_heads, block_size, c.head_dim, dtype_size(dtype));
 }
 
-KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks)
-    : dtype_(dtype), layers_(c.layers), block_size_(block_size) {
+KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks, size_t layers)
+    : dtype_(dtype), layers_(layers ? layers : c.layers), block_size_(block_size) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw Error("the KV cache holds f32, f16 or bf16, not " + dtype_name(dtype));
   if (block_size == 0 || blocks == 0) throw Error("the KV pool needs at least one block of at least one position");
   layout_ = {dtype, c.kv_heads, c.head_dim, block_size, nullptr, nullptr};
   const std::string what = "a KV pool of " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " positions";
-  memory_bytes_ = checked_mul(block_bytes(c, dtype, block_size), blocks, what);
+  ModelConfig held = c;
+  held.layers = layers_;
+  memory_bytes_ = checked_mul(block_bytes(held, dtype, block_size), blocks, what);
   require_memory(memory_bytes_, what);
   if (blocks > UINT32_MAX) throw Error(what + " has more than 2^32 - 1 blocks");
   // Anonymous pages are zero and take no memory until written: a large budget costs nothing

@@ -27,8 +27,9 @@ class KVPool {
   using ContentId = uint64_t;
   static constexpr ContentId kRoot = 0;  // the parent of a sequence's first block
 
-  // The memory is reserved at once but only touched as blocks are written.
-  KVPool(const ModelConfig& config, DType dtype, size_t block_size, size_t blocks);
+  // The memory is reserved at once but only touched as blocks are written. `layers`: how many of
+  // the model's layers it holds (a pipeline stage's); 0: all of them.
+  KVPool(const ModelConfig& config, DType dtype, size_t block_size, size_t blocks, size_t layers = 0);
   ~KVPool();
   KVPool(const KVPool&) = delete;
   KVPool& operator=(const KVPool&) = delete;

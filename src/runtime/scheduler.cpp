@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 
 #include "ditto/error.h"
 
@@ -106,38 +107,71 @@ void Scheduler::admit() {
 
 void Scheduler::step() {
   admit();
-  if (running_.empty()) return;
-  // Decode rows first (one each: the budget holds them all), then prompt chunks in the order
-  // requests started, within the budget. owner[i]: the running request of row i.
+  const bool started = start_pass();
+  const bool ready = std::any_of(running_.begin(), running_.end(), [](const Running& r) { return !r.in_flight; });
+  if (!passes_.empty() && (!started || !ready || passes_.size() >= engine_.depth())) finish_pass();
+}
+
+// Starts a pass of the requests not in flight, if there are any: decode rows first (one each:
+// the budget holds them all), then prompt chunks in the order requests started, within the budget.
+// Through a pipeline a pass takes 1/depth of the running requests, so that the others make the
+// next passes.
+bool Scheduler::start_pass() {
   const size_t budget = options_.batch_tokens ? options_.batch_tokens : SIZE_MAX;
-  std::vector<BatchRow> rows;
-  std::vector<size_t> owner;
-  for (size_t i = 0; i < running_.size() && rows.size() < budget; ++i) {
+  const size_t depth = engine_.depth();
+  const size_t share = depth == 1 ? SIZE_MAX : (running_.size() + depth - 1) / depth;
+  Pass pass;
+  std::vector<bool> taken(running_.size(), false);
+  size_t requests = 0;
+  for (size_t i = 0; i < running_.size() && pass.rows.size() < budget && requests < share; ++i) {
     const Running& r = running_[i];
-    if (r.fed == r.request.prompt.size())
-      rows.push_back({r.sequence, r.result.ids.back(), engine_.length(r.sequence), true}), owner.push_back(i);
-  }
-  for (size_t i = 0; i < running_.size() && rows.size() < budget; ++i) {
-    const Running& r = running_[i];
-    const size_t remaining = r.request.prompt.size() - r.fed;
-    const size_t count = std::min({remaining, options_.chunk ? options_.chunk : remaining, budget - rows.size()});
-    for (size_t p = r.fed; p < r.fed + count; ++p) {
-      const bool last = p + 1 == r.request.prompt.size();
-      rows.push_back({r.sequence, r.request.prompt[p], p, last || r.request.all_prompt_logits});
-      owner.push_back(i);
+    if (!r.in_flight && r.fed == r.request.prompt.size()) {
+      pass.rows.push_back({r.sequence, r.result.ids.back(), engine_.length(r.sequence), true});
+      pass.owners.push_back(r.number);
+      taken[i] = true, ++requests;
     }
   }
-  const std::vector<float> logits = engine_.forward(rows);
+  for (size_t i = 0; i < running_.size() && pass.rows.size() < budget && requests < share; ++i) {
+    const Running& r = running_[i];
+    if (r.in_flight || taken[i]) continue;
+    if (r.fed < r.request.prompt.size()) taken[i] = true, ++requests;
+    const size_t remaining = r.request.prompt.size() - r.fed;
+    const size_t count = std::min({remaining, options_.chunk ? options_.chunk : remaining, budget - pass.rows.size()});
+    for (size_t p = r.fed; p < r.fed + count; ++p) {
+      const bool last = p + 1 == r.request.prompt.size();
+      pass.rows.push_back({r.sequence, r.request.prompt[p], p, last || r.request.all_prompt_logits});
+      pass.owners.push_back(r.number);
+    }
+  }
+  if (pass.rows.empty()) return false;
+  engine_.start(pass.rows);
+  for (size_t i = 0; i < running_.size(); ++i) running_[i].in_flight |= taken[i];
+  passes_.push_back(std::move(pass));
+  return true;
+}
+
+// Waits for the oldest pass and gives its requests their tokens. A request cancelled while its
+// pass was in flight is gone: its rows are passed over.
+void Scheduler::finish_pass() {
+  const Pass pass = std::move(passes_.front());
+  passes_.pop_front();
+  const std::vector<float> logits = engine_.wait();
+  std::unordered_map<size_t, size_t> index_of;  // request number -> index in running_
+  for (size_t i = 0; i < running_.size(); ++i) index_of.emplace(running_[i].number, i);
 
   const size_t vocab = engine_.model().config().vocab_size;
   size_t logit_row = 0;
   std::vector<std::pair<size_t, StopReason>> finished;
-  for (size_t t = 0; t < rows.size(); ++t) {
-    Running& r = running_[owner[t]];
+  for (size_t t = 0; t < pass.rows.size(); ++t) {
+    const auto found = index_of.find(pass.owners[t]);
+    const float* row = pass.rows[t].logits ? &logits[logit_row++ * vocab] : nullptr;
+    if (found == index_of.end()) continue;
+    const size_t index = found->second;
+    Running& r = running_[index];
+    r.in_flight = false;
     const bool prompt_row = r.fed < r.request.prompt.size();
     if (prompt_row) ++r.fed;
-    if (!rows[t].logits) continue;
-    const float* row = &logits[logit_row++ * vocab];
+    if (!row) continue;
     r.logits_hash.update(row, vocab);
     if (prompt_row && r.fed < r.request.prompt.size()) continue;  // a prompt row before the last
     // This row chooses the next token, the one at position history.size().
@@ -152,10 +186,10 @@ void Scheduler::step() {
     const bool go_on = !on_token_ || on_token_(r.number, sampled);
     if (r.request.sampling.logprobs) r.result.sampled.push_back(std::move(sampled));
     const bool stop = std::binary_search(r.request.stop_tokens.begin(), r.request.stop_tokens.end(), token);
-    if (!go_on) finished.emplace_back(owner[t], StopReason::Stopped);
-    else if (r.result.ids.size() == r.request.max_tokens) finished.emplace_back(owner[t], StopReason::MaxTokens);
-    else if (stop) finished.emplace_back(owner[t], StopReason::StopToken);
-    else if (engine_.length(r.sequence) == r.request.max_length) finished.emplace_back(owner[t], StopReason::ContextFull);
+    if (!go_on) finished.emplace_back(index, StopReason::Stopped);
+    else if (r.result.ids.size() == r.request.max_tokens) finished.emplace_back(index, StopReason::MaxTokens);
+    else if (stop) finished.emplace_back(index, StopReason::StopToken);
+    else if (engine_.length(r.sequence) == r.request.max_length) finished.emplace_back(index, StopReason::ContextFull);
   }
   // Last first, so that the indices of the others stay valid.
   std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

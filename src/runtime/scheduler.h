@@ -68,11 +68,14 @@ class Scheduler {
   // generated to the finish callback with StopReason::Cancelled. Unknown or finished requests
   // are ignored. Not from within a callback: the token callback returns false instead.
   void cancel(size_t request);
-  // One forward pass (nothing if idle).
+  // One forward pass (nothing if idle). Through a pipeline of K stages (BatchEngine::depth())
+  // up to K passes are in flight, each of requests not in another, so that every stage has work:
+  // a step starts a pass of the requests that are not in flight and waits for the oldest pass
+  // only when K are in flight or no request is left to start.
   void step();
   // Steps until every request is done.
   void run();
-  bool idle() const { return waiting_.empty() && running_.empty(); }
+  bool idle() const { return waiting_.empty() && running_.empty() && passes_.empty(); }
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }
 
@@ -87,8 +90,16 @@ class Scheduler {
     std::vector<int32_t> history;  // prompt and generated tokens, for the sampler's penalties
     LogitsHash logits_hash;
     std::chrono::steady_clock::time_point started, first_token;
+    bool in_flight = false;  // in a pass started and not yet finished
+  };
+  // A pass started: its rows and the number of the request of each.
+  struct Pass {
+    std::vector<BatchRow> rows;
+    std::vector<size_t> owners;
   };
   void admit();
+  bool start_pass();
+  void finish_pass();
   size_t blocks_to_grow(const Running& r) const;
   void finish(size_t index, StopReason reason);
 
@@ -98,6 +109,7 @@ class Scheduler {
   FinishCallback on_finish_;
   std::deque<std::pair<size_t, GenerationRequest>> waiting_;
   std::vector<Running> running_;
+  std::deque<Pass> passes_;  // oldest first
   size_t submitted_ = 0;
   Sampler sampler_;
 };

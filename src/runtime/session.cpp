@@ -20,6 +20,7 @@ BatchOptions batch_options(const ModelConfig& config, const SessionOptions& o) {
   batch.threads = o.threads;
   batch.prefix_cache = false;  // one sequence, fed in full: nothing to reuse
   batch.observer = o.observer;
+  batch.pipeline = o.pipeline;
   return batch;
 }
 

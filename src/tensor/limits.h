@@ -39,6 +39,10 @@ inline constexpr double kMaxRmsNormEps = 1.0;                // rms_norm_eps in 
 // what a float holds.
 inline constexpr double kMinRopeTheta = 1.0;
 inline constexpr double kMaxRopeTheta = std::numeric_limits<float>::max();
+// llama3 rope scaling's factor (from 1), low_freq_factor and high_freq_factor.
+inline constexpr double kMinRopeFactor = 1.0 / (1 << 24);
+inline constexpr double kMaxRopeFactor = double(1 << 24);
+inline constexpr Range kExperts{1, 1 << 16};                 // num_local_experts / num_experts, num_experts_per_tok
 // Gemma's query_pre_attn_scalar (scores are scaled by its inverse square root): real ones are
 // 128 to 256.
 inline constexpr double kMinQueryPreAttnScalar = 1.0;

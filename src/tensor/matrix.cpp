@@ -49,20 +49,57 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
   }
 }
 
+// The same groups into Int8 tiles (matrix.h): group g of source row source_rows[n] goes to
+// tile g G / 32 of panel n / 16, column n % 16; its entries, as unsigned (or signed) bytes or
+// nibbles, to their quads.
+void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
+                     std::span<const size_t> source_rows, unsigned char* out) {
+  const Int8Packing packing = int8_packing(dtype);
+  const size_t block = dtype_block_elements(dtype), group = quant_group_size(dtype);
+  const size_t tile_bytes = int8_tile_bytes(dtype), entries_at = tile_bytes - int8_entry_bytes(dtype);
+  QuantGroup groups[kMaxQuantGroups];
+  for (size_t n = 0; n < rows; ++n) {
+    const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
+    const size_t o = n % kPanelRows;
+    unsigned char* panel = out + (n / kPanelRows) * (cols / kInt8Block) * tile_bytes;
+    for (size_t at = 0; at < cols; at += block) {
+      read_block(dtype, row + dtype_bytes(dtype, at), groups);
+      for (size_t g = 0; g < block / group; ++g) {
+        const size_t k0 = at + g * group;
+        unsigned char* tile = panel + k0 / kInt8Block * tile_bytes;
+        auto* fields = reinterpret_cast<float*>(tile);
+        const size_t h = k0 % kInt8Block / group;
+        fields[h * kPanelRows + o] = groups[g].scale;
+        if (packing.minimum) fields[(packing.groups + h) * kPanelRows + o] = groups[g].minimum;
+        for (size_t i = 0; i < group; ++i) {
+          const size_t k = (k0 + i) % kInt8Block;
+          const int e = groups[g].entries[i];
+          const auto stored = uint8_t(packing.signed_entries ? e : e + packing.offset);
+          if (packing.nibbles)
+            tile[entries_at + k / 8 * 64 + o * 4 + k % 4] |= uint8_t(k % 8 < 4 ? stored : stored << 4);
+          else
+            tile[entries_at + k / 4 * 64 + o * 4 + k % 4] = stored;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
-size_t PackedMatrix::packed_bytes(DType dtype, size_t rows, size_t cols) {
-  const MatrixView shape{dtype, rows, cols, nullptr};
+size_t PackedMatrix::packed_bytes(DType dtype, size_t rows, size_t cols, Numerics numerics) {
+  const MatrixView shape{dtype, rows, cols, nullptr, is_quantized(dtype) ? numerics : Numerics::Exact};
   const std::string what = "a packed " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix";
-  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 20 or 24), so
+  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 20 to 24), so
   // checking that bound first lets panel_bytes() compute it.
   checked_mul(cols, kPanelRows * sizeof(float), what);
   return checked_round_up(checked_mul(shape.panels(), shape.panel_bytes(), what), 64, what);
 }
 
 PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const void* source,
-                                std::span<const size_t> source_rows) {
-  const size_t bytes = packed_bytes(dtype, rows, cols);
+                                std::span<const size_t> source_rows, Numerics numerics) {
+  if (!is_quantized(dtype)) numerics = Numerics::Exact;
+  const size_t bytes = packed_bytes(dtype, rows, cols, numerics);
   void* storage = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (storage == nullptr) throw std::bad_alloc();
   std::memset(storage, 0, bytes);
@@ -73,14 +110,16 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
     case DType::F16:
     case DType::BF16: pack_panels<dtype_size(DType::F16)>(in, rows, cols, source_rows, out); break;
     default:
-      if (quant_group_size(dtype) == 16)
+      if (numerics == Numerics::Int8)
+        pack_int8_tiles(dtype, in, rows, cols, source_rows, out);
+      else if (quant_group_size(dtype) == 16)
         pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16>*>(storage));
       else
         pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32>*>(storage));
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);
-  packed.view_ = MatrixView{dtype, rows, cols, storage};
+  packed.view_ = MatrixView{dtype, rows, cols, storage, numerics};
   return packed;
 }
 

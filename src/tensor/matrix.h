@@ -5,6 +5,7 @@
 #include <span>
 
 #include "ditto/dtype.h"
+#include "ditto/numerics.h"
 #include "tensor/quant.h"
 
 namespace ditto {
@@ -31,15 +32,32 @@ struct QuantTile {
 };
 static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0, "tiles keep 64-byte alignment");
 
+// The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
+// per panel and block of 32 inputs one tile of int8_tile_bytes(dtype) bytes, holding the 16
+// outputs' f32 scales of each group of the block ([groups][16]), then their minimums
+// ([groups][16], only for types with one), then the entries, stored unsigned as entry + offset
+// (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds input 4 j + t of output o, so that
+// each 32-bit lane holds four consecutive inputs of one output, the four products vpdpbusd (and
+// pmaddubsw + pmaddwd) sum into it. Nibbles: byte 64 c + 4 o + t holds input 8 c + t of output o
+// in its low 4 bits and input 8 c + 4 + t in its high 4 bits.
+inline constexpr size_t kInt8ScaleBytes = kPanelRows * sizeof(float);
+constexpr size_t int8_entry_bytes(DType dtype) { return int8_packing(dtype).nibbles ? 256 : 512; }
+constexpr size_t int8_tile_bytes(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return packing.groups * kInt8ScaleBytes * (packing.minimum ? 2 : 1) + int8_entry_bytes(dtype);
+}
+
 struct MatrixView {
   DType dtype = DType::F32;
   size_t rows = 0;
   size_t cols = 0;
   const void* data = nullptr;  // 64-byte aligned
+  Numerics numerics = Numerics::Exact;  // Int8 only for a quantised dtype: packed in Int8 tiles
 
   size_t panels() const { return (rows + kPanelRows - 1) / kPanelRows; }
   size_t panel_bytes() const {
     if (!is_quantized(dtype)) return cols * kPanelRows * dtype_size(dtype);
+    if (numerics == Numerics::Int8) return cols / kInt8Block * int8_tile_bytes(dtype);
     const size_t group = quant_group_size(dtype);
     return cols / group * (group == 16 ? sizeof(QuantTile<16>) : sizeof(QuantTile<32>));
   }
@@ -50,12 +68,24 @@ struct MatrixView {
   const QuantTile<G>& tile(size_t p, size_t b) const {
     return static_cast<const QuantTile<G>*>(panel(p))[b];
   }
-  float at(size_t n, size_t k) const {
-    if (is_quantized(dtype)) return quant_group_size(dtype) == 16 ? quantized_at<16>(n, k) : quantized_at<32>(n, k);
-    return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
+  // The Int8 tile of panel p and inputs 32 b .. 32 b + 31.
+  const unsigned char* int8_tile(size_t p, size_t b) const {
+    return static_cast<const unsigned char*>(panel(p)) + b * int8_tile_bytes(dtype);
   }
+  float at(size_t n, size_t k) const {
+    if (!is_quantized(dtype)) return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
+    if (numerics == Numerics::Exact) return quant_group_size(dtype) == 16 ? quantized_at<16>(n, k) : quantized_at<32>(n, k);
+    const size_t g = k / quant_group_size(dtype);
+    return dequantize(dtype, group_scale(n, g), group_minimum(n, g), entry(n, k));
+  }
+  // A quantised matrix in either packing: the entry (n, k) and the scale and minimum of
+  // output n's group g (inputs g G .. g G + G - 1, G = quant_group_size(dtype)).
+  int entry(size_t n, size_t k) const;
+  float group_scale(size_t n, size_t g) const { return group_field(n, g, 0); }
+  float group_minimum(size_t n, size_t g) const { return group_field(n, g, 1); }
 
  private:
+  float group_field(size_t n, size_t g, size_t field) const;
   template <size_t G>
   float quantized_at(size_t n, size_t k) const {
     const QuantTile<G>& t = tile<G>(n / kPanelRows, k / G);
@@ -64,6 +94,42 @@ struct MatrixView {
   }
 };
 
+inline int MatrixView::entry(size_t n, size_t k) const {
+  const size_t o = n % kPanelRows;
+  if (numerics == Numerics::Exact) {
+    const size_t group = quant_group_size(dtype);
+    return group == 16 ? tile<16>(n / kPanelRows, k / 16).entries[k % 16][o]
+                       : tile<32>(n / kPanelRows, k / 32).entries[k % 32][o];
+  }
+  const Int8Packing packing = int8_packing(dtype);
+  const unsigned char* entries = int8_tile(n / kPanelRows, k / kInt8Block) + int8_tile_bytes(dtype) - int8_entry_bytes(dtype);
+  const size_t i = k % kInt8Block;
+  if (packing.nibbles) {
+    const unsigned char byte = entries[i / 8 * 64 + o * 4 + i % 4];
+    return (i % 8 < 4 ? byte & 0x0f : byte >> 4) - packing.offset;
+  }
+  const unsigned char byte = entries[i / 4 * 64 + o * 4 + i % 4];
+  return packing.signed_entries ? int(int8_t(byte)) : int(byte) - packing.offset;
+}
+
+inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
+  const size_t o = n % kPanelRows;
+  const size_t group = quant_group_size(dtype);
+  if (numerics == Numerics::Exact) {
+    if (group == 16) {
+      const QuantTile<16>& t = tile<16>(n / kPanelRows, g);
+      return field == 0 ? t.scale[o] : t.minimum[o];
+    }
+    const QuantTile<32>& t = tile<32>(n / kPanelRows, g);
+    return field == 0 ? t.scale[o] : t.minimum[o];
+  }
+  const Int8Packing packing = int8_packing(dtype);
+  if (field == 1 && !packing.minimum) return 0.0f;
+  const size_t groups = packing.groups;
+  const auto* fields = reinterpret_cast<const float*>(int8_tile(n / kPanelRows, g / groups));
+  return fields[(field * groups + g % groups) * kPanelRows + o];
+}
+
 // Owns a matrix packed once, at load, from the file's bytes into the kernels' layout.
 class PackedMatrix {
  public:
@@ -71,10 +137,11 @@ class PackedMatrix {
   // `source` holds rows x cols elements of `dtype`, row-major, at any alignment (for a
   // quantised dtype, cols is a multiple of its block, dtype_block_elements). Packed output n is
   // source row source_rows[n], or source row n when source_rows is empty.
+  // A quantised matrix is packed for `numerics`; a dense one ignores it.
   static PackedMatrix pack(DType dtype, size_t rows, size_t cols, const void* source,
-                           std::span<const size_t> source_rows = {});
+                           std::span<const size_t> source_rows = {}, Numerics numerics = Numerics::Exact);
   // The memory pack() takes for such a matrix; throws ditto::Error if the size overflows.
-  static size_t packed_bytes(DType dtype, size_t rows, size_t cols);
+  static size_t packed_bytes(DType dtype, size_t rows, size_t cols, Numerics numerics = Numerics::Exact);
   const MatrixView& view() const { return view_; }
 
  private:

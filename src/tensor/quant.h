@@ -18,6 +18,8 @@ inline constexpr size_t kMaxQuantGroup = 32;
 // The largest block (the K-quants' super-block) and the most groups a block has.
 inline constexpr size_t kMaxQuantBlock = 256;
 inline constexpr size_t kMaxQuantGroups = kMaxQuantBlock / 16;
+// The int8 numerics round inputs to int8 in blocks of this many.
+inline constexpr size_t kInt8Block = 32;
 
 // How a type's minimum enters the value: not at all, added to the product (Q4_1, Q5_1), or
 // subtracted from it (the K-quants with minimums), each as the `gguf` package writes it.
@@ -59,6 +61,35 @@ inline float dequantize(DType dtype, float scale, float minimum, int entry) {
     case QuantMinimum::None: break;
   }
   return product;
+}
+
+// The int8 numerics (docs/numerics-quant.md) multiply a type's entries with int8 inputs in
+// blocks of 32 inputs; the 16-input groups of Q2_K, Q3_K and Q6_K are two per block. How the
+// packed tiles store a type's entries for that (src/tensor/matrix.h):
+struct Int8Packing {
+  size_t groups;        // weight groups per block of 32 inputs: 1, or 2 for 16-input groups
+  bool minimum;         // the type has a minimum: the tiles hold it
+  bool signed_entries;  // Q8_0: entries stored as they are (-128 .. 127); the others store
+  int offset;           //   entry + offset, unsigned,
+  int largest;          //   at most `largest`
+  bool nibbles;         //   and, if below 16, two to a byte
+};
+constexpr Int8Packing int8_packing(DType dtype) {
+  const size_t groups = kInt8Block / quant_group_size(dtype);
+  const bool minimum = quant_minimum(dtype) != QuantMinimum::None;
+  switch (dtype) {
+    case DType::Q8_0: return {groups, minimum, true, 0, 128, false};
+    case DType::Q4_0: return {groups, minimum, false, 8, 15, true};
+    case DType::Q3_K: return {groups, minimum, false, 4, 7, true};
+    case DType::Q2_K: return {groups, minimum, false, 0, 3, true};
+    case DType::Q4_1:
+    case DType::Q4_K: return {groups, minimum, false, 0, 15, true};
+    case DType::Q5_0: return {groups, minimum, false, 16, 31, false};
+    case DType::Q5_1:
+    case DType::Q5_K: return {groups, minimum, false, 0, 31, false};
+    case DType::Q6_K: return {groups, minimum, false, 32, 63, false};
+    default: return {groups, minimum, false, 0, 0, false};  // not quantised
+  }
 }
 
 }  // namespace ditto

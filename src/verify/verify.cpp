@@ -133,12 +133,17 @@ std::string padded(const std::string& text, size_t to) { return text + std::stri
 
 constexpr const char* kDitto = "〃";
 
-bool with_threads(const std::vector<Config>& configs) {
-  return std::any_of(configs.begin(), configs.end(), [&](const Config& c) { return c.threads != configs[0].threads; });
-}
+std::string baseline_name(const Report& report) { return config_name(report.configs, 0) + " run 1"; }
 
-std::string baseline_name(const Report& report) {
-  return report.configs[0].name(with_threads(report.configs)) + " run 1";
+// Positive integers up to `most`, comma-separated; `what` names one in the error.
+std::vector<size_t> parse_counts(std::string_view text, size_t most, const std::string& what) {
+  std::vector<size_t> counts;
+  for (const std::string& word : split_commas(text)) {
+    const auto count = positive(word);
+    if (!count || *count > most) throw Error("'" + word + "' is not a " + what + ": give counts like 1,2");
+    counts.push_back(*count);
+  }
+  return counts;
 }
 
 }  // namespace
@@ -154,8 +159,17 @@ std::string prompt_label(size_t index, size_t tokens, const std::string& text) {
   return label + " " + quoted(text);
 }
 
-std::string Config::name(bool with_threads_) const {
-  return (chunk ? std::to_string(chunk) : "whole") + (with_threads_ ? " t" + std::to_string(threads) : "");
+std::string Config::name(bool with_threads, bool with_stages) const {
+  return (chunk ? std::to_string(chunk) : "whole") + (with_threads ? " t" + std::to_string(threads) : "") +
+         (with_stages ? " s" + std::to_string(stages) : "");
+}
+
+std::string config_name(const std::vector<Config>& configs, size_t c) {
+  const auto varies = [&](auto field) {
+    return std::any_of(configs.begin(), configs.end(), [&](const Config& other) { return field(other) != field(configs[0]); });
+  };
+  return configs[c].name(varies([](const Config& x) { return size_t(x.threads); }),
+                         varies([](const Config& x) { return x.stages; }));
 }
 
 std::vector<size_t> parse_modes(std::string_view text) {
@@ -175,13 +189,11 @@ std::vector<size_t> parse_modes(std::string_view text) {
 
 std::vector<int> parse_threads(std::string_view text) {
   std::vector<int> threads;
-  for (const std::string& word : split_commas(text)) {
-    const auto count = positive(word);
-    if (!count || *count > 1024) throw Error("'" + word + "' is not a thread count: give counts like 1,2");
-    threads.push_back(int(*count));
-  }
+  for (const size_t count : parse_counts(text, 1024, "thread count")) threads.push_back(int(count));
   return threads;
 }
+
+std::vector<size_t> parse_stages(std::string_view text) { return parse_counts(text, 4096, "stage count"); }
 
 std::vector<PromptRun> parse_child_output(std::string_view text, size_t prompts) {
   std::vector<PromptRun> runs;
@@ -302,10 +314,9 @@ std::optional<TraceDifference> localise(const Report& report, const Runs& runs) 
 }
 
 std::string render_table(const Report& report, const std::vector<std::string>& prompt_labels, const TokenText& text) {
-  const bool threads = with_threads(report.configs);
   std::vector<std::vector<std::string>> table;
   table.push_back({"prompt"});
-  for (const Config& config : report.configs) table[0].push_back(config.name(threads));
+  for (size_t c = 0; c < report.configs.size(); ++c) table[0].push_back(config_name(report.configs, c));
   // A divergence repeated from the cell to its left is shown as a ditto mark, so that a row whose
   // every mode departs from the oracle in the same way (a deterministic engine) reads at a glance.
   bool dittos = false;
@@ -342,7 +353,7 @@ std::string render_table(const Report& report, const std::vector<std::string>& p
 
 std::string render_trace(const TraceDifference& d, const Report& report) {
   std::string out = "trace: prompt " + std::to_string(d.prompt + 1) + ", " +
-                    report.configs[d.config].name(with_threads(report.configs)) + " run " + std::to_string(d.run + 1) +
+                    config_name(report.configs, d.config) + " run " + std::to_string(d.run + 1) +
                     " against the baseline (" + baseline_name(report) + "): ";
   if (!d.layer)
     return out + "every intermediate agrees at all " + std::to_string(d.positions_compared) +
@@ -353,10 +364,12 @@ std::string render_trace(const TraceDifference& d, const Report& report) {
 }
 
 nlohmann::json report_json(const Report& report, const std::optional<TraceDifference>& trace, const TokenText& text) {
-  const bool threads = with_threads(report.configs);
   nlohmann::json configs = nlohmann::json::array();
-  for (const Config& config : report.configs)
-    configs.push_back({{"name", config.name(threads)}, {"chunk", config.chunk}, {"threads", config.threads}});
+  for (size_t c = 0; c < report.configs.size(); ++c) {
+    const Config& config = report.configs[c];
+    configs.push_back({{"name", config_name(report.configs, c)}, {"chunk", config.chunk}, {"threads", config.threads},
+                       {"stages", config.stages}});
+  }
   const auto id_json = [&](std::optional<int32_t> id) -> nlohmann::json {
     if (!id) return nullptr;
     nlohmann::json value = {{"id", *id}};
@@ -368,7 +381,7 @@ nlohmann::json report_json(const Report& report, const std::optional<TraceDiffer
     nlohmann::json cells = nlohmann::json::array();
     for (size_t c = 0; c < report.configs.size(); ++c) {
       const Cell& cell = report.cells[p][c];
-      nlohmann::json entry = {{"config", report.configs[c].name(threads)}, {"same", !cell.first}};
+      nlohmann::json entry = {{"config", config_name(report.configs, c)}, {"same", !cell.first}};
       if (cell.first) {
         std::vector<size_t> runs;
         for (const size_t r : cell.diverging_runs) runs.push_back(r + 1);
@@ -388,7 +401,7 @@ nlohmann::json report_json(const Report& report, const std::optional<TraceDiffer
   if (report.has_oracle) out["oracle_matches"] = report.oracle_matches;
   if (trace) {
     out["trace"] = {{"prompt", trace->prompt + 1},
-                    {"config", report.configs[trace->config].name(threads)},
+                    {"config", config_name(report.configs, trace->config)},
                     {"run", trace->run + 1},
                     {"layer", trace->layer ? nlohmann::json(*trace->layer) : nlohmann::json(nullptr)},
                     {"operation", trace->operation},

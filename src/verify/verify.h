@@ -15,17 +15,23 @@
 
 namespace ditto::verify {
 
-// One column of the table: a prefill chunk policy and a thread count.
+// One column of the table: a prefill chunk policy, a thread count and a number of pipeline stages.
 struct Config {
   size_t chunk = 0;  // 0: the whole prompt in one prefill call
   int threads = 1;
-  std::string name(bool with_threads) const;  // "whole", "17", or "17 t2" with threads
+  size_t stages = 1;
+  // "whole", "17", "17 t2" with threads, "17 s3" with stages, "17 t2 s3" with both
+  std::string name(bool with_threads, bool with_stages = false) const;
 };
+// The name of configs[c], with the thread count and the stage count where they vary.
+std::string config_name(const std::vector<Config>& configs, size_t c);
 
 // "whole,1,16,17" -> chunk sizes (0 for whole). Throws ditto::Error on anything else.
 std::vector<size_t> parse_modes(std::string_view text);
 // "1,2" -> thread counts. Throws ditto::Error on anything else.
 std::vector<int> parse_threads(std::string_view text);
+// "1,2,3" -> stage counts. Throws ditto::Error on anything else.
+std::vector<size_t> parse_stages(std::string_view text);
 
 // What one child printed for one prompt.
 struct PromptRun {

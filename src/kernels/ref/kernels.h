@@ -2,6 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ditto/dtype.h"
 #include "tensor/matrix.h"
@@ -12,8 +13,56 @@
 namespace ditto::ref {
 
 // y[m][n] = sum over k of x[m][k] * W[n][k], as one fma chain per output in increasing k,
-// starting from +0.0f. x is rows x W.cols, y is rows x W.rows.
+// starting from +0.0f. x is rows x W.cols, y is rows x W.rows. A matrix packed for the int8
+// numerics (w.numerics == Int8) computes matmul_int8 instead.
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
+
+// y[m][n] = y[m][n] + bias[n] for `rows` rows of n values: a projection's bias (Qwen2's q, k and
+// v), added after its matmul.
+void add_bias(float* y, size_t rows, size_t n, const float* bias);
+
+// The router of a mixture of experts, for one row of `experts` logits: p = softmax(logits)
+// (the maximum m, e_i = exp_f32(l_i - m), total = sum16 of e with +, p_i = e_i / total); the k
+// largest p, a tie going to the lower expert index; with `normalize`, each of those divided by
+// their sum (added from +0.0f in decreasing order of p). Writes the k chosen experts to `chosen`
+// in increasing index order, and their weights in the same order to `weights`.
+void route_top_k(const float* logits, size_t experts, size_t k, bool normalize, uint32_t* chosen, float* weights);
+
+// The inputs of the int8 numerics (docs/numerics-quant.md): each row of `cols` floats (a
+// multiple of 32) rounded to int8 in blocks of 32 inputs, with each block's f32 scale, and for
+// each group of `group` inputs (32, or 16 for Q2_K, Q3_K, Q6_K) the sum of its int8 values and
+// that sum times its block's scale, as the minimums of a quantised matrix need it.
+struct Int8Rows {
+  size_t rows = 0, cols = 0, group = 32;
+  std::vector<int8_t> values;      // rows x cols
+  std::vector<float> scales;       // rows x cols / 32
+  std::vector<int32_t> sums;       // rows x cols / group
+  std::vector<float> scaled_sums;  // rows x cols / group: float(sum) * its block's scale
+
+  // Room for `rows` rows (and `padding` more of zeros after them, for kernels that compute
+  // rows in tiles): the buffers keep their memory from call to call.
+  void resize(size_t rows, size_t cols, size_t group, size_t padding = 0);
+  size_t blocks() const { return cols / 32; }
+  size_t groups() const { return cols / group; }
+};
+
+// Rounds the block of 32 inputs at x to int8 values q[0 .. 31]; returns the scale:
+// with a = the largest |x_i|, scale = a / 127 and q_i = x_i / scale rounded to the nearest
+// integer, ties to even, after clamping to [-127, 127]. If a block holds an infinity or NaN its
+// scale is NaN and its values 0; if a / 127 is 0 (a = 0, or a at most 63 times the smallest
+// subnormal, 2^-149), its scale and values are 0.
+float quantize_block(const float* x, int8_t* q);
+
+// Fills `out` with the int8 rows of x (rows x cols): every block by quantize_block.
+void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, Int8Rows& out);
+
+// The int8 numerics' matmul of a matrix packed for them: the rows of x quantised by
+// quantize_rows, then per output, over the groups g of the row in increasing order, from
+// acc = +0.0f: the integer dot product P_g of the group's int8 inputs and entries (exact),
+// acc = fma(float(P_g), scale_g * block_scale, acc), and for types with a minimum
+// acc = fma(+-minimum_g, scaled_sum_g, acc) (+ where the type adds its minimum, - where it
+// subtracts it).
+void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
 
 // Copies row `token` of the embedding matrix, widened to f32.
 void embedding_row(const MatrixView& table, size_t token, float* out);
@@ -95,10 +144,19 @@ void attention(const float* q, std::span<const AttentionRow> rows, const KVLayer
 
 namespace ditto::ref {
 
-// The RoPE angles of one position, as transformers computes them in f32:
-// inv_freq[i] = 1 / theta^(2i / head_dim), angle = position * inv_freq[i], then cos and sin
-// (evaluated in double by math.h and rounded once to f32). cos/sin hold head_dim/2 values.
-void rope_angles(double theta, size_t head_dim, size_t position, float* cos, float* sin);
+// RoPE's inverse frequencies as transformers computes them in f32:
+// inv_freq[i] = 1 / theta^(2i / head_dim) for i < head_dim / 2 (the power by math.h in double).
+void rope_inverse_frequencies(double theta, size_t head_dim, float* inv_freq);
+
+// Llama 3.1's "llama3" scaling of `count` inverse frequencies, in transformers' f32 operations
+// (docs/numerics.md): wavelengths 2π / f beyond original / low_freq_factor divide f by
+// `factor`, those below original / high_freq_factor keep it, the band between interpolates.
+void llama3_scale_frequencies(float* inv_freq, size_t count, double factor, double low_freq_factor,
+                              double high_freq_factor, double original_max_positions);
+
+// The RoPE angles of one position: angle = position * inv_freq[i] (f32), then cos and sin
+// (evaluated in double by math.h and rounded once to f32), `count` of each.
+void rope_angles(const float* inv_freq, size_t count, size_t position, float* cos, float* sin);
 
 }  // namespace ditto::ref
 

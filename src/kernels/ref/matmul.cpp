@@ -6,6 +6,7 @@
 namespace ditto::ref {
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  if (w.numerics == Numerics::Int8) return matmul_int8(x, rows, w, y, threads);
   const size_t k_len = w.cols;
   const size_t n_len = w.rows;
   parallel_for(threads, n_len, [&](size_t n_begin, size_t n_end) {
@@ -17,6 +18,11 @@ void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int thre
         y[m * n_len + n] = acc;
       }
   });
+}
+
+void add_bias(float* y, size_t rows, size_t n, const float* bias) {
+  for (size_t m = 0; m < rows; ++m)
+    for (size_t i = 0; i < n; ++i) y[m * n + i] = y[m * n + i] + bias[i];
 }
 
 void embedding_row(const MatrixView& table, size_t token, float* out) {

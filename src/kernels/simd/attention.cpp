@@ -1,8 +1,15 @@
-// SIMD causal attention over the paged KV cache: the reference's 16-lane dot products, softmax
-// and per-dimension fma chains, vectorised; keys and values are read block by block. Head sizes that are not a multiple of 16 run the
-// reference itself (real models use 64, 80, 96, 128, 256).
+// SIMD causal attention over the paged KV cache, bit for bit the reference (docs/numerics.md):
+// 16-lane dot products, the two-pass softmax, one fma chain per output dimension, each in the
+// order of positions. The work is tiled so that every key and value loaded serves several
+// query rows and heads, as the matmul tiles do: a tile is a run of consecutive query rows of one
+// sequence with the query heads of one kv head (its row-heads); register tiles of row-heads x
+// keys (scores) and row-heads x dimensions (values) sweep blocks of keys that stay in cache.
+// Head sizes that are not a multiple of 16 run the reference (real models use 64 to 256).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -13,6 +20,7 @@
 #define HWY_TARGET_INCLUDE "kernels/simd/attention.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/simd/simd-inl.h"
 
@@ -21,16 +29,388 @@ namespace ditto::HWY_NAMESPACE {
 #if DITTO_SIMD_HAS_FMA
 
 constexpr size_t kLanesF = hn::MaxLanes(DF());
-constexpr size_t kOutputVectors = 8;  // output dimensions kept in registers per pass over keys
+static_assert(kLaneVectors <= 2, "SIMD attention needs 8 or 16 f32 lanes");
+// Accumulator registers of a register tile: half the register file.
+constexpr size_t kAccumulators = kLanesF == 16 ? 16 : 8;
+constexpr size_t kTileRowHeads = 64;  // row-heads of a tile (so 32 rows for two heads per kv head)
+// Keys every register tile of a tile sweeps before the next block: for scores, and for values.
+constexpr size_t kKeyBlock = 32, kValueBlock = 64;
+static_assert(kKeyBlock % kLanesF == 0, "key blocks of whole transposed groups");
+constexpr size_t kBlockRows = std::max(kKeyBlock, kValueBlock);
+// When tiles are too few for the threads (decode), scores split by keys and values by dimensions.
+constexpr size_t kSplitKeys = 256;
+constexpr size_t kSplitDims = 32;
 
-// Softmax of probs[0 .. keys) in place: exp(s - max) summed in the 16-lane order, then divided.
+// One query head of one query row: what it reads, where it writes, the keys it sees.
+struct RowHead {
+  const float* q;
+  float* out;
+  float* probs;       // probs[j - base] for key positions j of the tile (Tile::base)
+  size_t first, end;  // it sees positions first .. end - 1
+};
+
+// A tile: row-heads (row-major) of consecutive query rows of one sequence, all reading kv head
+// `kv`, and the positions base .. end - 1 some of them see.
+struct Tile {
+  const uint32_t* blocks;
+  size_t kv, base, end;
+  std::vector<RowHead> heads;
+};
+
+// ---- Scores: register tiles of NR row-heads x NK keys, folded together.
+
+// The 16-lane fold (fold_lanes) of kLanesF sums at once, as a transposed tree: each level adds
+// lane j + w of every sum to lane j, pairing two vectors into one, so that one vector of scores
+// comes out. Sums arrive in segments of 2w lanes and leave in segments of w, the first
+// vector's segments first; the lower lane is always the left operand, as in fold_lanes.
+template <size_t W>
+HWY_INLINE VF FoldPair(DF d, VF x, VF y) {
+  if constexpr (2 * W == kLanesF) {
+    return hn::Add(hn::ConcatLowerLower(d, y, x), hn::ConcatUpperUpper(d, y, x));
+  } else if constexpr (W == 4) {  // 16 lanes: segments are the 128-bit blocks
+    return hn::Add(hn::OddEvenBlocks(hn::SwapAdjacentBlocks(y), x), hn::OddEvenBlocks(y, hn::SwapAdjacentBlocks(x)));
+  } else if constexpr (W == 2) {
+    const hn::Repartition<uint64_t, DF> du;
+    const auto xu = hn::BitCast(du, x), yu = hn::BitCast(du, y);
+    return hn::Add(hn::BitCast(d, hn::InterleaveLower(du, xu, yu)), hn::BitCast(d, hn::InterleaveUpper(du, xu, yu)));
+  } else {
+    static_assert(W == 1);
+    return hn::Add(hn::OddEven(hn::Shuffle2301(y), x), hn::OddEven(y, hn::Shuffle2301(x)));
+  }
+}
+
+template <size_t W>
+HWY_INLINE void FoldLevels(DF d, VF* sums, size_t count) {
+  for (size_t i = 0; i < count / 2; ++i) sums[i] = FoldPair<W>(d, sums[2 * i], sums[2 * i + 1]);
+  if constexpr (W > 1) FoldLevels<W / 2>(d, sums, count / 2);
+}
+
+// Where FoldLevels leaves each sum: lane l of its result is the fold of sums[kFoldOrder[l]].
+constexpr std::array<size_t, kLanesF> FoldOrder() {
+  std::array<std::array<size_t, kLanesF>, kLanesF> label{};  // label[i][l]: the sum lane l of vector i holds
+  for (size_t i = 0; i < kLanesF; ++i)
+    for (size_t l = 0; l < kLanesF; ++l) label[i][l] = i;
+  size_t count = kLanesF;
+  for (size_t w = kLanesF / 2; w >= 1; w /= 2, count /= 2)
+    for (size_t i = 0; i < count / 2; ++i) {
+      const auto x = label[2 * i], y = label[2 * i + 1];
+      for (size_t l = 0; l < kLanesF; ++l) {
+        if (2 * w == kLanesF) label[i][l] = l < w ? x[l] : y[l - w];
+        else if (w == 4) label[i][l] = (l / 4) % 2 == 0 ? x[l] : y[l - 4];
+        else if (w == 2) label[i][l] = l % 4 < 2 ? x[l] : y[l - 2];
+        else label[i][l] = l % 2 == 0 ? x[l] : y[l - 1];
+      }
+    }
+  return label[0];
+}
+constexpr std::array<size_t, kLanesF> kFoldOrder = FoldOrder();
+
+// The scores (q[r] . key[k]) * scale of NR row-heads and NK keys (NR * NK = kLanesF) as one
+// vector, lane r * NK + k: each a 16-lane dot product. Lane vector v of the 16 lanes (AVX2
+// holds them in two registers) is a chain over dimensions v * kLanesF + 16 i, so the two run
+// one after the other, with as many keys at once as the accumulators allow. Keys are rows of T.
+template <DType T, size_t NR, size_t NK>
+HWY_INLINE VF ScoreTile(DF d, const float* const* q, const unsigned char* const* keys, size_t head_dim, VF scale) {
+  static_assert(NR * NK == kLanesF);
+  constexpr size_t kGroup = std::min(NK, kAccumulators / NR);
+  VF sums[kLanesF];
+  for (size_t k0 = 0; k0 < NK; k0 += kGroup)
+    for (size_t v = 0; v < kLaneVectors; ++v) {
+      VF acc[NR][kGroup];
+      for (auto& row : acc)
+        for (auto& a : row) a = hn::Zero(d);
+      for (size_t dim = v * kLanesF; dim < head_dim; dim += 16) {
+        VF qv[NR];
+        for (size_t r = 0; r < NR; ++r) qv[r] = hn::LoadU(d, q[r] + dim);
+        for (size_t k = 0; k < kGroup; ++k) {
+          const VF kv = LoadWidened(d, T, keys[k0 + k] + dim * dtype_size(T));
+          for (size_t r = 0; r < NR; ++r) acc[r][k] = hn::MulAdd(qv[r], kv, acc[r][k]);
+        }
+      }
+      // The first fold level of two registers (lane j + lane j + 8) is their sum.
+      for (size_t r = 0; r < NR; ++r)
+        for (size_t k = 0; k < kGroup; ++k) {
+          VF& sum = sums[kFoldOrder[r * NK + k0 + k]];
+          sum = v == 0 ? acc[r][k] : hn::Add(sum, acc[r][k]);
+        }
+    }
+  FoldLevels<kLanesF / 2>(d, sums, kLanesF);
+  return hn::Mul(sums[0], scale);
+}
+
+// ---- Scores of many row-heads: keys transposed, so that a vector holds kLanesF keys and the
+// 16 virtual lanes of each dot product are separate registers, folded by plain vector adds.
+
+// Transposes a kLanesF x kLanesF block of floats held as rows: 4 x 4 transposes inside each
+// 128-bit block, then the blocks themselves.
+HWY_INLINE void Transpose(DF d, VF (&m)[kLanesF]) {
+  const hn::Repartition<uint64_t, DF> du;
+  constexpr size_t kBlocks = kLanesF / 4;
+  VF u[4][kBlocks];  // u[c][g]: rows 4g .. 4g + 3 at column 4b + c of block b
+  for (size_t g = 0; g < kBlocks; ++g) {
+    const VF* r = m + 4 * g;
+    const auto t0 = hn::BitCast(du, hn::InterleaveLower(d, r[0], r[1])), t1 = hn::BitCast(du, hn::InterleaveUpper(d, r[0], r[1]));
+    const auto t2 = hn::BitCast(du, hn::InterleaveLower(d, r[2], r[3])), t3 = hn::BitCast(du, hn::InterleaveUpper(d, r[2], r[3]));
+    u[0][g] = hn::BitCast(d, hn::InterleaveLower(du, t0, t2));
+    u[1][g] = hn::BitCast(d, hn::InterleaveUpper(du, t0, t2));
+    u[2][g] = hn::BitCast(d, hn::InterleaveLower(du, t1, t3));
+    u[3][g] = hn::BitCast(d, hn::InterleaveUpper(du, t1, t3));
+  }
+  for (size_t c = 0; c < 4; ++c) {
+    if constexpr (kBlocks == 2) {
+      m[c] = hn::ConcatLowerLower(d, u[c][1], u[c][0]);
+      m[4 + c] = hn::ConcatUpperUpper(d, u[c][1], u[c][0]);
+    } else {
+      const VF v0 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][1]), u[c][0]);
+      const VF v1 = hn::OddEvenBlocks(u[c][1], hn::SwapAdjacentBlocks(u[c][0]));
+      const VF v2 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][3]), u[c][2]);
+      const VF v3 = hn::OddEvenBlocks(u[c][3], hn::SwapAdjacentBlocks(u[c][2]));
+      m[c] = hn::ConcatLowerLower(d, v2, v0);
+      m[4 + c] = hn::ConcatLowerLower(d, v3, v1);
+      m[8 + c] = hn::ConcatUpperUpper(d, v2, v0);
+      m[12 + c] = hn::ConcatUpperUpper(d, v3, v1);
+    }
+  }
+}
+
+// Keys rows[0 .. count) of T, widened and transposed into groups of kLanesF keys: dimension dim
+// of group g is the vector at keys_t + (g * head_dim + dim) * kLanesF. The last group is
+// filled up with its last key.
+template <DType T>
+void TransposeKeys(DF d, const unsigned char* const* rows, size_t count, size_t head_dim, float* keys_t) {
+  for (size_t g = 0; g * kLanesF < count; ++g)
+    for (size_t dim0 = 0; dim0 < head_dim; dim0 += kLanesF) {
+      VF m[kLanesF];
+      for (size_t k = 0; k < kLanesF; ++k)
+        m[k] = LoadWidened(d, T, rows[std::min(g * kLanesF + k, count - 1)] + dim0 * dtype_size(T));
+      Transpose(d, m);
+      for (size_t i = 0; i < kLanesF; ++i) hn::StoreU(m[i], d, keys_t + (g * head_dim + dim0 + i) * kLanesF);
+    }
+}
+
+// Lane sums of the 16-lane dot products of NR queries with G groups of transposed keys (group g
+// at keys_t + g * kLanesF * head_dim), folded as fold_lanes folds: FoldedLanes<W, J> is lane J
+// after the fold levels above W (W = 16: virtual lane J itself, the fma chain over dimensions
+// J + 16 i), i.e. lane J plus lane J + W of the level below. The two chains of the last level
+// run together, 2 G NR chains to hide the fma latency, each query element loaded once for G
+// groups.
+template <size_t W, size_t J, size_t NR, size_t G>
+HWY_INLINE void FoldedLanes(DF d, const float* const* q, const float* keys_t, size_t head_dim, VF (&out)[G][NR]) {
+  if constexpr (W == 8) {
+    VF lo[G][NR], hi[G][NR];
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) lo[g][r] = hi[g][r] = hn::Zero(d);
+    for (size_t dim = J; dim < head_dim; dim += 16) {
+      VF k_lo[G], k_hi[G];
+      for (size_t g = 0; g < G; ++g) {
+        k_lo[g] = hn::LoadU(d, keys_t + (g * head_dim + dim) * kLanesF);
+        k_hi[g] = hn::LoadU(d, keys_t + (g * head_dim + dim + 8) * kLanesF);
+      }
+      for (size_t r = 0; r < NR; ++r) {
+        const VF q_lo = hn::Set(d, q[r][dim]), q_hi = hn::Set(d, q[r][dim + 8]);
+        for (size_t g = 0; g < G; ++g) {
+          lo[g][r] = hn::MulAdd(q_lo, k_lo[g], lo[g][r]);
+          hi[g][r] = hn::MulAdd(q_hi, k_hi[g], hi[g][r]);
+        }
+      }
+    }
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(lo[g][r], hi[g][r]);
+  } else {
+    VF hi[G][NR];
+    FoldedLanes<2 * W, J, NR, G>(d, q, keys_t, head_dim, out);
+    FoldedLanes<2 * W, J + W, NR, G>(d, q, keys_t, head_dim, hi);
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(out[g][r], hi[g][r]);
+  }
+}
+
+// Scores of row-heads rh[0 .. n) (n <= NR) for the key groups over positions k0 .. k1 - 1 of the
+// transposed key block that starts at b0 and ends before b1, kScoreGroups groups at a time (as
+// many as the registers hold). Whole groups are stored, but nothing at or past b1, which may be
+// another job's.
+constexpr size_t kScoreGroups = kLanesF == 16 ? 2 : 1;
+
+template <size_t NR>
+void ScoreGroups(DF d, const RowHead* rh, size_t n, const float* keys_t, size_t b0, size_t b1, size_t k0, size_t k1,
+                 size_t base, size_t head_dim, VF scale) {
+  const float* q[NR];
+  for (size_t r = 0; r < NR; ++r) q[r] = rh[std::min(r, n - 1)].q;
+  const auto store = [&](size_t j, const VF* scores) HWY_ATTR {
+    const size_t count = std::min(kLanesF, b1 - j);
+    for (size_t r = 0; r < n; ++r) {
+      float* to = rh[r].probs + (j - base);
+      const VF scaled = hn::Mul(scores[r], scale);
+      if (count == kLanesF) {
+        hn::StoreU(scaled, d, to);
+      } else {
+        HWY_ALIGN float lanes[kLanesF];
+        hn::Store(scaled, d, lanes);
+        std::memcpy(to, lanes, count * sizeof(float));
+      }
+    }
+  };
+  size_t j = b0 + (k0 - b0) / kLanesF * kLanesF;
+  for (; j + (kScoreGroups - 1) * kLanesF < k1; j += kScoreGroups * kLanesF) {
+    VF scores[kScoreGroups][NR];
+    FoldedLanes<1, 0, NR, kScoreGroups>(d, q, keys_t + (j - b0) * head_dim, head_dim, scores);
+    for (size_t g = 0; g < kScoreGroups; ++g) store(j + g * kLanesF, scores[g]);
+  }
+  if (j < k1) {
+    VF scores[1][NR];
+    FoldedLanes<1, 0, NR, 1>(d, q, keys_t + (j - b0) * head_dim, head_dim, scores);
+    store(j, scores[0]);
+  }
+}
+
+// Row-heads per register tile: at most 4, fewer for a tile's last ones.
+size_t SubTile(size_t remaining) { return remaining >= 3 ? 4 : remaining; }
+
+// 16-bit keys and values are widened once per key block when several register tiles read them;
+// a single one converts them in its registers as it goes.
+bool WidenFor(const Tile& tile) { return tile.heads.size() > SubTile(tile.heads.size()); }
+
+// Cache blocks ahead of the one being read whose rows are asked for in advance: a sequence's
+// blocks lie anywhere in the pool, a few KiB each, too short for the hardware's prefetcher.
+constexpr size_t kPrefetchBlocks = 4;
+
+// Keys or values of one kv head, positions first .. first + count - 1 of `part` (cache.k or
+// cache.v): rows[i] is position first + i, of which dimensions dim0 .. dim1 - 1 are read. They
+// are read where they lie, or, with `widen`, first widened (exactly) to f32 into `widened`
+// (count * head_dim floats), once for all the register tiles that read them. Blocks ahead are
+// prefetched up to position `limit` (exclusive). Returns the type of the rows.
+template <DType T>
+DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32_t* blocks, size_t kv, size_t first,
+             size_t count, size_t limit, size_t dim0, size_t dim1, bool widen, float* widened,
+             const unsigned char** rows) {
+  const auto* base = static_cast<const unsigned char*>(part);
+  const size_t row_bytes = cache.head_dim * dtype_size(T);
+  size_t block = first / cache.block_size, slot = first % cache.block_size;
+  // Into L2. Inlined: GCC drops a call to a function of prefetches alone as free of effects.
+  const auto prefetch = [&]() __attribute__((always_inline)) {
+    const size_t ahead = block + kPrefetchBlocks;
+    if (ahead * cache.block_size >= limit) return;
+    const unsigned char* start = base + cache.offset(blocks[ahead], kv, 0);
+    for (size_t byte = 0; byte < cache.block_size * row_bytes; byte += 64) __builtin_prefetch(start + byte, 0, 2);
+  };
+  const unsigned char* at = base + cache.offset(blocks[block], kv, slot);
+  prefetch();
+  for (size_t i = 0; i < count; ++i) {
+    rows[i] = at;
+    if (widen) {
+      float* row = widened + i * cache.head_dim;
+      for (size_t dim = dim0; dim < dim1; dim += kLanesF) hn::StoreU(LoadWidened(d, T, at + dim * dtype_size(T)), d, row + dim);
+      rows[i] = reinterpret_cast<const unsigned char*>(row);
+    }
+    at += row_bytes;
+    if (++slot == cache.block_size && i + 1 < count) {
+      slot = 0;
+      at = base + cache.offset(blocks[++block], kv, 0);
+      prefetch();
+    }
+  }
+  return widen ? DType::F32 : T;
+}
+
+DType Rows(DF d, const ref::KVLayerView& cache, const void* part, const Tile& tile, size_t first, size_t count,
+           size_t dim0, size_t dim1, bool widen, float* widened, const unsigned char** rows) {
+  const auto* blocks = tile.blocks;
+  switch (cache.dtype) {
+    case DType::BF16:
+      return RowsOf<DType::BF16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened, rows);
+    case DType::F16:
+      return RowsOf<DType::F16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened, rows);
+    default:
+      return RowsOf<DType::F32>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, false, widened, rows);
+  }
+}
+
+// Calls visit(std::integral_constant<DType, T>{}) for the type of a key block's rows.
+template <class Visit>
+HWY_INLINE void WithRowType(DType type, const Visit& visit) {
+  switch (type) {
+    case DType::BF16: return visit(std::integral_constant<DType, DType::BF16>{});
+    case DType::F16: return visit(std::integral_constant<DType, DType::F16>{});
+    default: return visit(std::integral_constant<DType, DType::F32>{});
+  }
+}
+
+// Scores of row-heads rh[0 .. n) (n <= NR) for keys k0 .. k1 - 1, of the key block whose rows
+// start at position b0.
+template <DType T, size_t NR>
+void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* key_rows, size_t b0, size_t k0,
+                size_t k1, size_t base, size_t head_dim, VF scale) {
+  constexpr size_t NK = kLanesF / NR;
+  const float* q[NR];
+  for (size_t r = 0; r < NR; ++r) q[r] = rh[std::min(r, n - 1)].q;
+  for (size_t j = k0; j < k1; j += NK) {
+    const size_t count = std::min(NK, k1 - j);
+    const unsigned char* keys[NK];
+    for (size_t k = 0; k < NK; ++k) keys[k] = key_rows[std::min(j + k, k1 - 1) - b0];
+    HWY_ALIGN float lanes[kLanesF];
+    hn::Store(ScoreTile<T, NR, NK>(d, q, keys, head_dim, scale), d, lanes);
+    for (size_t r = 0; r < n; ++r) {
+      float* to = rh[r].probs + (j - base);
+      if (count == NK) std::memcpy(to, lanes + r * NK, NK * sizeof(float));
+      else std::memcpy(to, lanes + r * NK, count * sizeof(float));
+    }
+  }
+}
+
+// The tile's scores of keys k0 .. k1 - 1 (in base .. end - 1), times the layer's scale, stored
+// in each row-head's probs; positions a row-head does not see may get a score, never used.
+void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scale, size_t k0, size_t k1,
+               float* widened) {
+  const VF scale_v = hn::Set(d, scale);
+  const unsigned char* rows[kKeyBlock];
+  const size_t count = tile.heads.size();
+  for (size_t b0 = k0; b0 < k1; b0 += kKeyBlock) {
+    const size_t b1 = std::min(k1, b0 + kKeyBlock);
+    const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, false, widened, rows);
+    WithRowType(type, [&](auto row_type) {
+      constexpr DType T = decltype(row_type)::value;
+      if (WidenFor(tile)) {
+        TransposeKeys<T>(d, rows, b1 - b0, cache.head_dim, widened);
+        for (size_t i = 0; i < count; i += 4) {
+          const size_t n = std::min<size_t>(4, count - i);
+          const RowHead* rh = &tile.heads[i];
+          const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
+          if (lo < hi) ScoreGroups<4>(d, rh, n, widened, b0, b1, lo, hi, tile.base, cache.head_dim, scale_v);
+        }
+        return;
+      }
+      for (size_t i = 0; i < count;) {
+        const size_t nr = SubTile(count - i), n = std::min(nr, count - i);
+        const RowHead* rh = &tile.heads[i];
+        // Rows ascend, so the first row-head sees from the lowest position, the last to the highest.
+        const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
+        if (lo < hi) {
+          if (nr == 4) ScoreRange<T, 4>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+          else if (nr == 2) ScoreRange<T, 2>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+          else ScoreRange<T, 1>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+        }
+        i += n;
+      }
+    });
+  }
+}
+
+// ---- Softmax of one row-head's scores in place: exp(s - max) summed in the 16-lane order,
+// then divided.
+// The maximum is exact in any order; like the reference's it passes over NaN scores (Max returns
+// its second operand when one is NaN) and may differ from it only in the sign of a zero, which
+// no s - max then tells apart.
 HWY_INLINE void Softmax(DF d, float* probs, size_t keys) {
-  float max_score = -INFINITY;
-  for (size_t j = 0; j < keys; ++j) max_score = std::max(max_score, probs[j]);
-  const VF max_v = hn::Set(d, max_score);
+  size_t j = 0;
+  VF max_v = hn::Set(d, -INFINITY);
+  for (; j + kLanesF <= keys; j += kLanesF) max_v = hn::Max(hn::LoadU(d, probs + j), max_v);
+  float max_score = hn::GetLane(hn::MaxOfLanes(d, max_v));
+  for (; j < keys; ++j)
+    if (probs[j] > max_score) max_score = probs[j];
+  max_v = hn::Set(d, max_score);
   VF lanes[kLaneVectors];
   for (auto& lane : lanes) lane = hn::Zero(d);
-  size_t j = 0;
+  j = 0;
   for (; j + 16 <= keys; j += 16)
     for (size_t v = 0; v < kLaneVectors; ++v) {
       const VF e = Exp(d, hn::Sub(hn::LoadU(d, probs + j + v * kLanesF), max_v));
@@ -50,127 +430,180 @@ HWY_INLINE void Softmax(DF d, float* probs, size_t keys) {
   for (; j < keys; ++j) probs[j] = probs[j] / total;
 }
 
-// Query heads of one GQA group handled together, so that each key and value load serves
-// all of them; keys scored a few at a time, so that independent fma chains hide latency.
-constexpr size_t kHeadsPerPass = kLanesF == 16 ? 2 : 1;
-constexpr size_t kKeysPerStep = 4;
+void SoftmaxRowHead(DF d, const Tile& tile, const RowHead& rh) {
+  Softmax(d, rh.probs + (rh.first - tile.base), rh.end - rh.first);
+}
 
-// probs[h][at + i] = (q[h] . k_i) * scale for the KEYS consecutive keys at `keys` (one block's
-// slots), in the 16-lane order.
-template <size_t NH, size_t KEYS>
-HWY_INLINE void ScoreKeys(DF d, const float* const* q, const unsigned char* keys, DType dtype, size_t head_dim,
-                          float scale, float* const* probs, size_t at) {
-  const size_t element = dtype_size(dtype);
-  VF lanes[KEYS][NH][kLaneVectors];
-  for (auto& key : lanes)
-    for (auto& head : key)
-      for (auto& lane : head) lane = hn::Zero(d);
-  for (size_t d0 = 0; d0 < head_dim; d0 += 16)
-    for (size_t v = 0; v < kLaneVectors; ++v) {
-      const size_t dim = d0 + v * kLanesF;
-      VF qv[NH];
-      for (size_t h = 0; h < NH; ++h) qv[h] = hn::LoadU(d, q[h] + dim);
-      for (size_t i = 0; i < KEYS; ++i) {
-        const VF kv = LoadWidened(d, dtype, keys + (i * head_dim + dim) * element);
-        for (size_t h = 0; h < NH; ++h) lanes[i][h][v] = hn::MulAdd(qv[h], kv, lanes[i][h][v]);
-      }
+// ---- Values: register tiles of NR row-heads x NV vectors of dimensions.
+
+// out[r][dim0 ..] += the fma chain of probs[r][j] * v_j over keys j = j0 .. j1 - 1 (of the key
+// block whose rows start at b0), in increasing j, continuing the chains stored in out. With
+// kMasked, a row-head skips the keys it does not see.
+template <DType T, size_t NR, size_t NV, bool kMasked>
+HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* const* value_rows, size_t b0, size_t j0,
+                          size_t j1, size_t base, size_t dim0) {
+  VF acc[NR][NV];
+  for (size_t r = 0; r < NR; ++r)
+    for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::LoadU(d, rh[r]->out + dim0 + v * kLanesF);
+  for (size_t j = j0; j < j1; ++j) {
+    const unsigned char* vj = value_rows[j - b0] + dim0 * dtype_size(T);
+    VF p[NR];
+    bool sees[NR];
+    for (size_t r = 0; r < NR; ++r) {
+      sees[r] = !kMasked || (rh[r]->first <= j && j < rh[r]->end);
+      p[r] = hn::Set(d, rh[r]->probs[j - base]);
     }
-  for (size_t i = 0; i < KEYS; ++i)
-    for (size_t h = 0; h < NH; ++h) probs[h][at + i] = FoldLanes(lanes[i][h]) * scale;
-}
-
-// Calls visit(start, count) for the runs of positions first .. end-1 that share a block of the
-// cache: position start + s is slot start % block_size + s of block blocks[start / block_size].
-template <class Visit>
-HWY_INLINE void ForEachBlockRun(size_t first, size_t end, size_t block_size, const Visit& visit) {
-  for (size_t start = first; start < end;) {
-    const size_t count = std::min(block_size - start % block_size, end - start);
-    visit(start, count);
-    start += count;
+    for (size_t v = 0; v < NV; ++v) {
+      const VF values = LoadWidened(d, T, vj + v * kLanesF * dtype_size(T));
+      for (size_t r = 0; r < NR; ++r)
+        if (sees[r]) acc[r][v] = hn::MulAdd(p[r], values, acc[r][v]);
+    }
   }
+  for (size_t r = 0; r < NR; ++r)
+    for (size_t v = 0; v < NV; ++v) hn::StoreU(acc[r][v], d, rh[r]->out + dim0 + v * kLanesF);
 }
 
-// out[h][d] = the fma chain over keys of probs[h][j - first] * v_j[d], per dimension, over
-// positions j = first .. end-1 in increasing order whatever block holds them.
-template <size_t NH>
-HWY_INLINE void WeightedValues(DF d, const float* const* probs, const ref::KVLayerView& cache, const uint32_t* blocks,
-                               size_t kv, size_t first, size_t end, float* const* out) {
-  const size_t element = dtype_size(cache.dtype), head_dim = cache.head_dim;
-  const auto* v_base = static_cast<const unsigned char*>(cache.v);
-  for (size_t d0 = 0; d0 < head_dim; d0 += kOutputVectors * kLanesF) {
-    const size_t vectors = std::min(kOutputVectors, (head_dim - d0) / kLanesF);
-    VF acc[NH][kOutputVectors];
-    for (auto& head : acc)
-      for (auto& a : head) a = hn::Zero(d);
-    ForEachBlockRun(first, end, cache.block_size, [&](size_t start, size_t count) {
-      const unsigned char* run =
-          v_base + cache.offset(blocks[start / cache.block_size], kv, start % cache.block_size) + d0 * element;
-      for (size_t s = 0; s < count; ++s) {
-        VF p[NH];
-        for (size_t h = 0; h < NH; ++h) p[h] = hn::Set(d, probs[h][start - first + s]);
-        const unsigned char* vj = run + s * head_dim * element;
-        for (size_t v = 0; v < kOutputVectors; ++v) {
-          if (v >= vectors) break;
-          const VF values = LoadWidened(d, cache.dtype, vj + v * kLanesF * element);
-          for (size_t h = 0; h < NH; ++h) acc[h][v] = hn::MulAdd(p[h], values, acc[h][v]);
+// ValueTile over output vectors v0 .. v1 - 1: NV at a time, then the rest in halves.
+template <DType T, size_t NR, size_t NV, bool kMasked>
+void ValueSlices(DF d, const RowHead* const* rh, const unsigned char* const* value_rows, size_t b0, size_t j0,
+                 size_t j1, size_t base, size_t v0, size_t v1) {
+  if (j0 >= j1) return;
+  size_t v = v0;
+  for (; v + NV <= v1; v += NV) ValueTile<T, NR, NV, kMasked>(d, rh, value_rows, b0, j0, j1, base, v * kLanesF);
+  if constexpr (NV > 1) ValueSlices<T, NR, NV / 2, kMasked>(d, rh, value_rows, b0, j0, j1, base, v, v1);
+}
+
+// Values of row-heads rh[0 .. n) (n <= NR) for keys lo .. hi - 1: the keys all of them see in
+// one sweep, those at the edges (the causal diagonal, a window's start) with masks.
+template <DType T, size_t NR>
+void ValueRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* value_rows, size_t b0, size_t lo,
+                size_t hi, size_t base, size_t v0, size_t v1) {
+  constexpr size_t NV = kAccumulators / NR;
+  const RowHead* tile[NR];
+  for (size_t r = 0; r < NR; ++r) tile[r] = &rh[std::min(r, n - 1)];
+  const size_t all_lo = std::max(lo, rh[n - 1].first), all_hi = std::min(hi, rh[0].end);
+  if (all_lo >= all_hi) return ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, lo, hi, base, v0, v1);
+  ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, lo, all_lo, base, v0, v1);
+  ValueSlices<T, NR, NV, false>(d, tile, value_rows, b0, all_lo, all_hi, base, v0, v1);
+  ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, all_hi, hi, base, v0, v1);
+}
+
+// The tile's outputs, vectors v0 .. v1 - 1 of every row-head, from its probabilities.
+void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t v0, size_t v1, float* widened) {
+  for (const RowHead& rh : tile.heads)
+    for (size_t v = v0; v < v1; ++v) hn::StoreU(hn::Zero(d), d, rh.out + v * kLanesF);
+  const unsigned char* rows[kValueBlock];
+  const size_t count = tile.heads.size();
+  for (size_t b0 = tile.base; b0 < tile.end; b0 += kValueBlock) {
+    const size_t b1 = std::min(tile.end, b0 + kValueBlock);
+    const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, WidenFor(tile), widened,
+                            rows);
+    WithRowType(type, [&](auto row_type) {
+      constexpr DType T = decltype(row_type)::value;
+      for (size_t i = 0; i < count;) {
+        const size_t nr = SubTile(count - i), n = std::min(nr, count - i);
+        const RowHead* rh = &tile.heads[i];
+        const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
+        if (lo < hi) {
+          if (nr == 4) ValueRange<T, 4>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
+          else if (nr == 2) ValueRange<T, 2>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
+          else ValueRange<T, 1>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
         }
+        i += n;
       }
     });
-    for (size_t h = 0; h < NH; ++h)
-      for (size_t v = 0; v < vectors; ++v) hn::StoreU(acc[h][v], d, out[h] + d0 + v * kLanesF);
   }
 }
 
-// NH query heads that share kv head `kv`, for one query row that sees positions first .. end-1.
-template <size_t NH>
-void AttendHeads(DF d, const float* const* q, const ref::KVLayerView& cache, const uint32_t* blocks, size_t kv,
-                 size_t first, size_t end, float scale, float* const* probs, float* const* out) {
-  const size_t element = dtype_size(cache.dtype);
-  const auto* k_base = static_cast<const unsigned char*>(cache.k);
-  const size_t key_bytes = cache.head_dim * element;
-  ForEachBlockRun(first, end, cache.block_size, [&](size_t start, size_t count) {
-    const unsigned char* run = k_base + cache.offset(blocks[start / cache.block_size], kv, start % cache.block_size);
-    const size_t at = start - first;
-    size_t s = 0;
-    for (; s + kKeysPerStep <= count; s += kKeysPerStep)
-      ScoreKeys<NH, kKeysPerStep>(d, q, run + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, at + s);
-    for (; s < count; ++s) ScoreKeys<NH, 1>(d, q, run + s * key_bytes, cache.dtype, cache.head_dim, scale, probs, at + s);
-  });
-  for (size_t h = 0; h < NH; ++h) Softmax(d, probs[h], end - first);
-  WeightedValues<NH>(d, probs, cache, blocks, kv, first, end, out);
-}
+// ---- The pass: tiles, and who computes what.
 
 void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads) {
-  const size_t head_dim = cache.head_dim, kv_heads = cache.kv_heads;
-  if (head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, params, out, threads);
+  if (cache.head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, params, out, threads);
   const DF d;
-  const size_t group = heads / kv_heads;
-  const size_t passes = (group + kHeadsPerPass - 1) / kHeadsPerPass;
-  const size_t width = heads * head_dim;
-  size_t max_keys = 0;
-  for (const ref::AttentionRow& row : rows) max_keys = std::max(max_keys, row.position + 1 - params.first_key(row.position));
-  // One job: a query row, a kv head and up to kHeadsPerPass of its query heads.
-  parallel_for(threads, rows.size() * kv_heads * passes, [&](size_t job_begin, size_t job_end) {
-    std::vector<float> probs_storage(kHeadsPerPass * max_keys);
-    for (size_t job = job_begin; job < job_end; ++job) {
-      const size_t t = job / (kv_heads * passes), kv = job / passes % kv_heads, pass = job % passes;
-      const size_t first_head = kv * group + pass * kHeadsPerPass;
-      const size_t nh = std::min(kHeadsPerPass, kv * group + group - first_head);
-      const size_t first = params.first_key(rows[t].position), end = rows[t].position + 1;
-      const float* q_heads[kHeadsPerPass];
-      float* probs[kHeadsPerPass];
-      float* out_heads[kHeadsPerPass];
-      for (size_t h = 0; h < kHeadsPerPass; ++h) {
-        const size_t head = first_head + std::min(h, nh - 1);
-        q_heads[h] = q + t * width + head * head_dim;
-        probs[h] = probs_storage.data() + h * max_keys;
-        out_heads[h] = out + t * width + head * head_dim;
+  const size_t head_dim = cache.head_dim, kv_heads = cache.kv_heads;
+  const size_t group = heads / kv_heads, width = heads * head_dim, vectors = head_dim / kLanesF;
+  const size_t tile_rows = std::max<size_t>(1, kTileRowHeads / group);
+  // Runs of consecutive positions of one sequence, cut every tile_rows rows: (first row, rows).
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t t = 0; t < rows.size();) {
+    size_t n = 1;
+    while (t + n < rows.size() && n < tile_rows && rows[t + n].blocks == rows[t].blocks &&
+           rows[t + n].position == rows[t].position + n)
+      ++n;
+    runs.emplace_back(t, n);
+    t += n;
+  }
+  // Tile i: run i % runs, kv head i / runs, so that neighbouring tiles share their keys and values.
+  const auto make_tile = [&](size_t i) {
+    const auto [row, count] = runs[i % runs.size()];
+    Tile tile{rows[row].blocks, i / runs.size(), params.first_key(rows[row].position), rows[row + count - 1].position + 1, {}};
+    tile.heads.reserve(count * group);
+    for (size_t t = row; t < row + count; ++t)
+      for (size_t head = tile.kv * group; head < tile.kv * group + group; ++head)
+        tile.heads.push_back({q + t * width + head * head_dim, out + t * width + head * head_dim, nullptr,
+                              params.first_key(rows[t].position), rows[t].position + 1});
+    return tile;
+  };
+  const auto give_probs = [](Tile& tile, float* probs) {
+    for (RowHead& rh : tile.heads) {
+      rh.probs = probs;
+      probs += tile.end - tile.base;
+    }
+  };
+  const size_t tiles = runs.size() * kv_heads;
+
+  if (threads == 1 || tiles >= 2 * size_t(threads)) {
+    // Enough tiles: each is one job, computed from its keys to its outputs.
+    parallel_for(threads, tiles, [&](size_t begin, size_t end) {
+      std::vector<float> probs, widened(kBlockRows * head_dim);
+      for (size_t i = begin; i < end; ++i) {
+        Tile tile = make_tile(i);
+        probs.resize(tile.heads.size() * (tile.end - tile.base));
+        give_probs(tile, probs.data());
+        ScoreKeys(d, tile, cache, params.scale, tile.base, tile.end, widened.data());
+        for (const RowHead& rh : tile.heads) SoftmaxRowHead(d, tile, rh);
+        WeightValues(d, tile, cache, 0, vectors, widened.data());
       }
-      if (nh == kHeadsPerPass)
-        AttendHeads<kHeadsPerPass>(d, q_heads, cache, rows[t].blocks, kv, first, end, params.scale, probs, out_heads);
-      else
-        AttendHeads<1>(d, q_heads, cache, rows[t].blocks, kv, first, end, params.scale, probs, out_heads);
+    });
+    return;
+  }
+
+  // Few tiles (decode): the same steps, each split over the threads by independent outputs —
+  // scores by blocks of keys, softmax by row-head, values by slices of dimensions.
+  std::vector<Tile> all;
+  size_t floats = 0;
+  for (size_t i = 0; i < tiles; ++i) {
+    all.push_back(make_tile(i));
+    floats += all.back().heads.size() * (all.back().end - all.back().base);
+  }
+  std::vector<float> probs(floats);
+  std::vector<size_t> chunk_start{0};  // tile i's key chunks are jobs chunk_start[i] ..
+  std::vector<std::pair<const Tile*, const RowHead*>> row_heads;
+  float* next = probs.data();
+  for (Tile& tile : all) {
+    give_probs(tile, next);
+    next += tile.heads.size() * (tile.end - tile.base);
+    chunk_start.push_back(chunk_start.back() + (tile.end - tile.base + kSplitKeys - 1) / kSplitKeys);
+    for (const RowHead& rh : tile.heads) row_heads.emplace_back(&tile, &rh);
+  }
+  parallel_for(threads, chunk_start.back(), [&](size_t begin, size_t end) {
+    std::vector<float> widened(kBlockRows * head_dim);
+    for (size_t job = begin; job < end; ++job) {
+      const size_t i = size_t(std::upper_bound(chunk_start.begin(), chunk_start.end(), job) - chunk_start.begin()) - 1;
+      const size_t k0 = all[i].base + (job - chunk_start[i]) * kSplitKeys;
+      ScoreKeys(d, all[i], cache, params.scale, k0, std::min(all[i].end, k0 + kSplitKeys), widened.data());
+    }
+  });
+  parallel_for(threads, row_heads.size(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) SoftmaxRowHead(d, *row_heads[i].first, *row_heads[i].second);
+  });
+  const size_t slice = std::max<size_t>(1, kSplitDims / kLanesF), slices = (vectors + slice - 1) / slice;
+  parallel_for(threads, tiles * slices, [&](size_t begin, size_t end) {
+    std::vector<float> widened(kBlockRows * head_dim);
+    for (size_t job = begin; job < end; ++job) {
+      const size_t v0 = job % slices * slice;
+      WeightValues(d, all[job / slices], cache, v0, std::min(vectors, v0 + slice), widened.data());
     }
   });
 }

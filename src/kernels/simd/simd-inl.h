@@ -14,6 +14,7 @@
 #define DITTO_SIMD_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 #include "ditto/dtype.h"
@@ -42,6 +43,14 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
     default: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
   }
   return hn::LoadU(d, static_cast<const float*>(data));
+}
+
+// Writes the lanes of v to y, of which only the first `valid` exist.
+HWY_INLINE void StoreOutputs(DF d, VF v, float* y, size_t valid) {
+  if (valid >= hn::Lanes(d)) return hn::StoreU(v, d, y);
+  HWY_ALIGN float lanes[hn::MaxLanes(DF())];
+  hn::Store(v, d, lanes);
+  std::copy(lanes, lanes + valid, y);
 }
 
 // Lane folding of the 16-lane sum: lane[j] += lane[j + w] for w = 8, 4, 2, 1.

@@ -1,0 +1,148 @@
+// The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128,
+// blocks of 16 positions), on every SIMD target with fma this CPU supports (the others run the
+// reference):
+//  - prefill: a prompt of --prompt positions in chunks of --chunk rows, as `ditto bench` runs
+//    it, for one layer: GFLOP/s of its multiply-adds (q.k and p*v, two flops each) against the
+//    f32 fma peak measured on the same threads;
+//  - decode: one query row at depth --depth in each of --layers layers (keys and values of
+//    their own, as a decode step reads them): GB/s of keys and values read.
+// Medians of --reps runs (and the range), timed in CPU time as the peaks are
+// (kernels::fma_peak_gflops, read_bandwidth_gbps), so that a busy machine blurs the figures less;
+// with several threads, spinning workers count too. A program to run by hand, not a test.
+//
+//   build/bench/attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096]
+//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2]
+#include <algorithm>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/kernels.h"
+
+namespace {
+
+using namespace ditto;
+
+constexpr size_t kHeads = 16, kKvHeads = 8, kHeadDim = 128;
+size_t kBlock = 16;
+
+// One layer's paged cache of `positions` random keys and values, blocks in order.
+struct Layer {
+  std::vector<unsigned char> k, v;
+  std::vector<uint32_t> blocks;
+  ref::KVLayerView view;
+
+  Layer(DType dtype, size_t positions, std::minstd_rand& rng) {
+    const size_t count = (positions + kBlock - 1) / kBlock;
+    view = {dtype, kKvHeads, kHeadDim, kBlock, nullptr, nullptr};
+    k.resize(count * view.block_bytes());
+    v.resize(count * view.block_bytes());
+    view.k = k.data();
+    view.v = v.data();
+    for (uint32_t b = 0; b < count; ++b) blocks.push_back(b);
+    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+    std::vector<float> keys(kKvHeads * kHeadDim), values(kKvHeads * kHeadDim);
+    for (size_t p = 0; p < positions; ++p) {
+      for (size_t i = 0; i < keys.size(); ++i) keys[i] = uniform(rng), values[i] = uniform(rng);
+      view.write(p / kBlock, p % kBlock, keys.data(), values.data());
+    }
+  }
+};
+
+// Seconds of the process's CPU time (all threads): on a shared machine, what the work took
+// while it ran, however often the OS set it aside.
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Median and range of runs of `measure` (a figure per run).
+template <typename Measure>
+void report(const char* what, const char* unit, int reps, Measure measure, double roof, const char* roof_name) {
+  std::vector<double> figures;
+  for (int r = 0; r < reps; ++r) figures.push_back(measure());
+  std::sort(figures.begin(), figures.end());
+  const double median = figures[figures.size() / 2];
+  std::printf("  %-8s %8.1f %s (%.1f-%.1f)", what, median, unit, figures.front(), figures.back());
+  if (roof > 0) std::printf(", %.0f%% of the %s (%.1f %s)", 100.0 * median / roof, roof_name, roof, unit);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 5;
+  size_t prompt = 4096, chunk = 512, depth = 4096, layers = 28;
+  std::string cache = "f16", only_target;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const size_t value = std::strtoul(argv[i + 1], nullptr, 10);
+    if (flag == "--threads") threads = int(value);
+    else if (flag == "--reps") reps = int(value);
+    else if (flag == "--prompt") prompt = value;
+    else if (flag == "--chunk") chunk = value;
+    else if (flag == "--depth") depth = value;
+    else if (flag == "--layers") layers = value;
+    else if (flag == "--block") kBlock = value;
+    else if (flag == "--cache") cache = argv[i + 1];
+    else if (flag == "--target") only_target = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  const DType dtype = parse_dtype(cache);
+  std::minstd_rand rng(7);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  const Layer prefill_layer(dtype, prompt, rng);
+  std::vector<Layer> decode_layers;
+  for (size_t l = 0; l < layers; ++l) decode_layers.emplace_back(dtype, depth, rng);
+  std::vector<float> q(chunk * kHeads * kHeadDim), out(q.size());
+  for (float& x : q) x = uniform(rng);
+  const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(kHeadDim))};
+
+  // Multiply-adds of the prompt: every row at position p reads p + 1 keys and values.
+  double prefill_flops = 0;
+  for (size_t p = 0; p < prompt; ++p) prefill_flops += 4.0 * double(kHeads * kHeadDim) * double(p + 1);
+  const double decode_bytes = double(layers) * 2.0 * double(kKvHeads * kHeadDim * dtype_size(dtype)) * double(depth);
+
+  std::printf("attention, %zu heads / %zu kv heads x %zu, %s cache, %d threads: prefill of %zu positions in chunks "
+              "of %zu; decode at depth %zu over %zu layers\n",
+              kHeads, kKvHeads, kHeadDim, cache.c_str(), threads, prompt, chunk, depth, layers);
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (!only_target.empty() && only_target != hwy::TargetName(target)) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    const double peak = kernels::fma_peak_gflops(threads);
+    if (peak == 0) continue;
+    const double bandwidth = kernels::read_bandwidth_gbps(threads);
+    std::printf("%s\n", kernels::target_name().c_str());
+    if (prompt > 0)
+      report("prefill", "GFLOP/s", reps, [&] {
+      std::vector<ref::AttentionRow> rows;
+      const double start = cpu_seconds();
+      for (size_t at = 0; at < prompt; at += chunk) {
+        rows.clear();
+        for (size_t p = at; p < std::min(prompt, at + chunk); ++p) rows.push_back({prefill_layer.blocks.data(), p});
+        kernels::attention(q.data(), rows, prefill_layer.view, kHeads, params, out.data(), threads);
+      }
+      return prefill_flops / (cpu_seconds() - start) * threads / 1e9;
+    }, peak, "f32 fma peak");
+    report("decode", "GB/s", reps, [&] {
+      const double start = cpu_seconds();
+      for (const Layer& layer : decode_layers) {
+        const ref::AttentionRow row{layer.blocks.data(), depth - 1};
+        kernels::attention(q.data(), std::span(&row, 1), layer.view, kHeads, params, out.data(), threads);
+      }
+      return decode_bytes / (cpu_seconds() - start) * threads / 1e9;
+    }, bandwidth, "read bandwidth");
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  return 0;
+}

@@ -1,0 +1,315 @@
+// SIMD matmul of the int8 numerics (ref::matmul_int8, docs/numerics-quant.md) over Int8 tiles
+// (src/tensor/matrix.h): each 32-bit lane holds one output's four consecutive inputs, so the
+// integer dot products of a group run across the 16 outputs of a panel — vpdpbusd where the
+// CPU has AVX512-VNNI, pmaddubsw and pmaddwd on AVX2 and AVX-512 — and are exact in any order.
+// The f32 steps of each group then run lane by lane, in the reference's order.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/thread_pool.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/simd/matmul_int8.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "hwy/highway.h"
+#include "kernels/simd/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+// Highway 1.0's AVX3_DL target string leaves out AVX512-VNNI, which its runtime check requires:
+// the functions that use vpdpbusd name it (a function's own target attribute overrides the
+// namespace-wide one, with GCC and clang alike).
+#undef DITTO_INT8_TARGET
+#if HWY_TARGET == HWY_AVX3_DL
+#define DITTO_INT8_TARGET __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define DITTO_INT8_TARGET
+#endif
+namespace ditto::HWY_NAMESPACE {
+#if DITTO_SIMD_HAS_FMA
+
+using DI = hn::RebindToSigned<DF>;       // 32-bit lanes: one output each
+using VI = hn::Vec<DI>;
+using DB = hn::Repartition<int8_t, DF>;  // bytes: four inputs of each output
+using VB = hn::Vec<DB>;
+using DH = hn::Repartition<int16_t, DF>;
+using VH = hn::Vec<DH>;
+
+constexpr size_t kLanesF = hn::MaxLanes(DF());
+constexpr size_t kVectorsPerPanel = kPanelRows / kLanesF;
+constexpr size_t kVectorBytes = 4 * kLanesF;  // the bytes of one vector of a quad
+constexpr bool kVnni = HWY_TARGET == HWY_AVX3_DL;
+// Register tiles: rows x panels (prefill) and 1 x panels (decode).
+constexpr size_t kTileRows = kLanesF == 16 ? 4 : 2;
+constexpr size_t kTilePanels = kLanesF == 16 ? (kVnni ? 3 : 2) : 1;
+constexpr size_t kDecodePanels = kLanesF == 16 ? 4 : 2;
+
+// The integer products. MulPairs: u[2i] * s[2i] + u[2i+1] * s[2i+1] of unsigned bytes u and
+// signed bytes s in 16 bits (pmaddubsw: exact while the sum stays below 2^15); SumPairs: the
+// sum of each pair of 16-bit lanes in 32 bits; DotQuads: acc plus the four products of each
+// 32-bit lane (vpdpbusd: exact for any bytes).
+#if HWY_TARGET == HWY_AVX2
+HWY_INLINE VH MulPairs(VB u, VB s) { return VH{_mm256_maddubs_epi16(u.raw, s.raw)}; }
+HWY_INLINE VI SumPairs(VH v) { return VI{_mm256_madd_epi16(v.raw, _mm256_set1_epi16(1))}; }
+// s with the sign of w (s where w > 0, -s where w < 0, 0 where w == 0).
+HWY_INLINE VB SignOf(VB s, VB w) { return VB{_mm256_sign_epi8(s.raw, w.raw)}; }
+#else
+HWY_INLINE VH MulPairs(VB u, VB s) { return VH{_mm512_maddubs_epi16(u.raw, s.raw)}; }
+HWY_INLINE VI SumPairs(VH v) { return VI{_mm512_madd_epi16(v.raw, _mm512_set1_epi16(1))}; }
+HWY_INLINE VB SignOf(VB s, VB w) {
+  return VB{_mm512_mask_sub_epi8(s.raw, _mm512_movepi8_mask(w.raw), _mm512_setzero_si512(), s.raw)};
+}
+#endif
+#if HWY_TARGET == HWY_AVX3_DL
+DITTO_INT8_TARGET HWY_INLINE VI DotQuads(VI acc, VB u, VB s) { return VI{_mm512_dpbusd_epi32(acc.raw, u.raw, s.raw)}; }
+#else
+HWY_INLINE VI DotQuads(VI acc, VB u, VB s) { return hn::Add(acc, SumPairs(MulPairs(u, s))); }
+#endif
+
+// Four int8 inputs, broadcast to every 32-bit lane.
+HWY_INLINE VB BroadcastQuad(const int8_t* x) {
+  int32_t four;
+  std::memcpy(&four, x, 4);
+  return hn::BitCast(DB(), hn::Set(DI(), four));
+}
+
+// Vector v of quads j and j + 1 (j even) of a tile's entries, as stored (unsigned, or Q8_0's
+// signed bytes).
+template <DType kDtype>
+HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, VB& first, VB& second) {
+  const DB db;
+  if constexpr (int8_packing(kDtype).nibbles) {
+    const VB both = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + j / 2 * 64 + v * kVectorBytes));
+    const VB low = hn::Set(db, 0x0f);
+    first = hn::And(both, low);
+    second = hn::And(hn::BitCast(db, hn::ShiftRight<4>(hn::BitCast(hn::Repartition<uint16_t, DF>(), both))), low);
+  } else {
+    first = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + j * 64 + v * kVectorBytes));
+    second = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + (j + 1) * 64 + v * kVectorBytes));
+  }
+}
+
+// R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
+// panel_bytes long): every output's chain over the groups, stored to y.
+template <DType kDtype, size_t R, size_t P>
+DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
+                           size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns) {
+  constexpr Int8Packing kPacking = int8_packing(kDtype);
+  constexpr QuantMinimum kMinimum = quant_minimum(kDtype);
+  constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
+  constexpr size_t kTileBytes = int8_tile_bytes(kDtype), kEntriesAt = kTileBytes - int8_entry_bytes(kDtype);
+  constexpr size_t kVectors = P * kVectorsPerPanel;
+  // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
+  constexpr size_t kRun = std::min<size_t>(kQuads, 32767 / (2 * 127 * kPacking.largest));
+  // Subtracted from each integer product times the group's sum of inputs: the unsigned storage's
+  // offset; for Q8_0 the 128 that vpdpbusd's unsigned operand adds (pmaddubsw uses |w| and signs).
+  constexpr int kCorrection = kPacking.signed_entries ? (kVnni ? 128 : 0) : kPacking.offset;
+  const DF df;
+  const DI di;
+  const DB db;
+  const size_t cols = in.cols, blocks = in.blocks(), groups = in.groups();
+  VF acc[R][kVectors];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(df);
+  for (size_t b = 0; b < blocks; ++b) {
+    const unsigned char* tile[P];
+    for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
+    for (size_t h = 0; h < kGroups; ++h) {
+      VI dot[R][kVectors];
+      VH part[R][kVectors];
+      for (size_t i = 0; i < kQuads; i += 2) {
+        const size_t j = h * kQuads + i;
+        VB w[2][kVectors];
+        for (size_t v = 0; v < kVectors; ++v) {
+          LoadQuadPair<kDtype>(tile[v / kVectorsPerPanel] + kEntriesAt, j, v % kVectorsPerPanel, w[0][v], w[1][v]);
+          if constexpr (kVnni && kPacking.signed_entries) {
+            w[0][v] = hn::Xor(w[0][v], hn::Set(db, int8_t(-128)));
+            w[1][v] = hn::Xor(w[1][v], hn::Set(db, int8_t(-128)));
+          }
+        }
+        for (size_t s = 0; s < 2; ++s) {
+          const size_t quad = i + s;  // within the group
+          for (size_t r = 0; r < R; ++r) {
+            const VB x = BroadcastQuad(in.values.data() + (m0 + r) * cols + b * kInt8Block + 4 * (j + s));
+            for (size_t v = 0; v < kVectors; ++v) {
+              if constexpr (kVnni) {
+                dot[r][v] = DotQuads(quad == 0 ? hn::Zero(di) : dot[r][v], w[s][v], x);
+              } else {
+                const VH t = kPacking.signed_entries ? MulPairs(hn::Abs(w[s][v]), SignOf(x, w[s][v]))
+                                                     : MulPairs(w[s][v], x);
+                part[r][v] = quad % kRun == 0 ? t : hn::Add(part[r][v], t);
+                if (quad % kRun == kRun - 1)
+                  dot[r][v] = quad < kRun ? SumPairs(part[r][v]) : hn::Add(dot[r][v], SumPairs(part[r][v]));
+              }
+            }
+          }
+        }
+      }
+      VF scale[kVectors], minimum[kVectors];
+      for (size_t v = 0; v < kVectors; ++v) {
+        const auto* fields = reinterpret_cast<const float*>(tile[v / kVectorsPerPanel]);
+        const size_t lane = (v % kVectorsPerPanel) * kLanesF;
+        scale[v] = hn::Load(df, fields + h * kPanelRows + lane);
+        if constexpr (kPacking.minimum) minimum[v] = hn::Load(df, fields + (kGroups + h) * kPanelRows + lane);
+      }
+      const size_t g = b * kGroups + h;
+      for (size_t r = 0; r < R; ++r) {
+        const size_t row = m0 + r;
+        const VF block_scale = hn::Set(df, in.scales[row * blocks + b]);
+        const VI correction = hn::Set(di, kCorrection * in.sums[row * groups + g]);
+        const VF scaled_sum = hn::Set(df, in.scaled_sums[row * groups + g]);
+        for (size_t v = 0; v < kVectors; ++v) {
+          const VI product = kCorrection != 0 ? hn::Sub(dot[r][v], correction) : dot[r][v];
+          acc[r][v] = hn::MulAdd(hn::ConvertTo(df, product), hn::Mul(scale[v], block_scale), acc[r][v]);
+          if constexpr (kMinimum == QuantMinimum::Added) acc[r][v] = hn::MulAdd(minimum[v], scaled_sum, acc[r][v]);
+          if constexpr (kMinimum == QuantMinimum::Subtracted)
+            acc[r][v] = hn::NegMulAdd(minimum[v], scaled_sum, acc[r][v]);
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < std::min(R, valid_rows); ++r)
+    for (size_t v = 0; v < kVectors; ++v) {
+      const size_t column = v * kLanesF;
+      if (column < valid_columns) StoreOutputs(df, acc[r][v], y + r * y_stride + column, valid_columns - column);
+    }
+}
+
+using Int8TileFn = void (*)(const ref::Int8Rows&, size_t, size_t, const unsigned char*, size_t, float*, size_t, size_t);
+
+// The tile of `rows` rows (1, or kTileRows) and `panels` panels (1, or the full group).
+template <DType kDtype>
+Int8TileFn SelectInt8Tile(size_t rows, size_t panels) {
+  if (rows == 1) return panels == 1 ? &Int8Tile<kDtype, 1, 1> : &Int8Tile<kDtype, 1, kDecodePanels>;
+  return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1> : &Int8Tile<kDtype, kTileRows, kTilePanels>;
+}
+
+Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels) {
+  switch (dtype) {
+    case DType::Q8_0: return SelectInt8Tile<DType::Q8_0>(rows, panels);
+    case DType::Q4_0: return SelectInt8Tile<DType::Q4_0>(rows, panels);
+    case DType::Q4_1: return SelectInt8Tile<DType::Q4_1>(rows, panels);
+    case DType::Q5_0: return SelectInt8Tile<DType::Q5_0>(rows, panels);
+    case DType::Q5_1: return SelectInt8Tile<DType::Q5_1>(rows, panels);
+    case DType::Q2_K: return SelectInt8Tile<DType::Q2_K>(rows, panels);
+    case DType::Q3_K: return SelectInt8Tile<DType::Q3_K>(rows, panels);
+    case DType::Q4_K: return SelectInt8Tile<DType::Q4_K>(rows, panels);
+    case DType::Q5_K: return SelectInt8Tile<DType::Q5_K>(rows, panels);
+    default: return SelectInt8Tile<DType::Q6_K>(rows, panels);
+  }
+}
+
+// ref::quantize_block lane by lane; also returns the sums of the values of each group of
+// `group` inputs (32, or 16: two).
+HWY_INLINE float QuantizeBlock(const float* x, int8_t* q, size_t group, int32_t* sums) {
+  const DF df;
+  const DI di;
+  constexpr size_t kVectors = kInt8Block / kLanesF;
+  VF values[kVectors];
+  VI largest = hn::Zero(di);
+  for (size_t i = 0; i < kVectors; ++i) {
+    values[i] = hn::LoadU(df, x + i * kLanesF);
+    largest = hn::Max(largest, hn::And(hn::BitCast(di, values[i]), hn::Set(di, 0x7fffffff)));
+  }
+  const uint32_t bits = uint32_t(hn::GetLane(hn::MaxOfLanes(di, largest)));
+  const bool finite = bits < 0x7f800000u;
+  const float scale = finite ? f32_from_bits(bits) / 127.0f : std::numeric_limits<float>::quiet_NaN();
+  if (!finite || scale == 0.0f) {
+    std::memset(q, 0, kInt8Block);
+    for (size_t g = 0; g < kInt8Block / group; ++g) sums[g] = 0;
+    return scale;
+  }
+  const VF divisor = hn::Set(df, scale), lowest = hn::Set(df, -127.0f), highest = hn::Set(df, 127.0f);
+  VI rounded[kVectors];
+  for (size_t i = 0; i < kVectors; ++i) {
+    rounded[i] = hn::NearestInt(hn::Min(hn::Max(hn::Div(values[i], divisor), lowest), highest));
+    hn::StoreU(hn::DemoteTo(hn::Rebind<int8_t, DI>(), rounded[i]), hn::Rebind<int8_t, DI>(), q + i * kLanesF);
+  }
+  const size_t per_group = group / kLanesF;
+  for (size_t g = 0; g < kInt8Block / group; ++g) {
+    VI sum = rounded[g * per_group];
+    for (size_t i = 1; i < per_group; ++i) sum = hn::Add(sum, rounded[g * per_group + i]);
+    sums[g] = hn::GetLane(hn::SumOfLanes(di, sum));
+  }
+  return scale;
+}
+
+void QuantizeRows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding,
+                  int threads) {
+  out.resize(rows, cols, group, padding);
+  const auto quantize = [&](size_t begin, size_t end) {
+    for (size_t m = begin; m < end; ++m)
+      for (size_t b = 0; b < out.blocks(); ++b) {
+        const size_t at = m * cols + b * kInt8Block, g = m * out.groups() + b * kInt8Block / group;
+        const float scale = QuantizeBlock(x + at, out.values.data() + at, group, out.sums.data() + g);
+        out.scales[m * out.blocks() + b] = scale;
+        for (size_t i = 0; i < kInt8Block / group; ++i) out.scaled_sums[g + i] = float(out.sums[g + i]) * scale;
+      }
+  };
+  if (rows == 1 || threads == 1) return quantize(0, rows);
+  parallel_for(threads, rows, quantize);
+}
+
+void MatmulInt8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  // Kept per calling thread, so that the buffers keep their memory from call to call; the
+  // workers read the caller's (a thread_local named in the lambda would be their own).
+  thread_local ref::Int8Rows rows_of_caller;
+  ref::Int8Rows& in = rows_of_caller;
+  const size_t tile_rows = rows == 1 ? 1 : kTileRows;
+  const size_t padded = (rows + tile_rows - 1) / tile_rows * tile_rows;
+  QuantizeRows(x, rows, w.cols, quant_group_size(w.dtype), in, padded - rows, threads);
+  const size_t group_panels = rows == 1 ? kDecodePanels : kTilePanels;
+  const size_t panel_groups = (w.panels() + group_panels - 1) / group_panels;
+  parallel_for(threads, panel_groups, [&](size_t begin, size_t end) {
+    for (size_t g = begin; g < end; ++g) {
+      const size_t first = g * group_panels, panels = std::min(group_panels, w.panels() - first);
+      for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
+        float* out = y + m0 * w.rows;
+        if (panels == group_panels) {
+          SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, static_cast<const unsigned char*>(w.panel(first)),
+                                                     w.panel_bytes(), out + first * kPanelRows, w.rows,
+                                                     std::min(panels * kPanelRows, w.rows - first * kPanelRows));
+          continue;
+        }
+        for (size_t p = first; p < first + panels; ++p)
+          SelectInt8Tile(w.dtype, tile_rows, 1)(in, m0, rows - m0, static_cast<const unsigned char*>(w.panel(p)),
+                                                w.panel_bytes(), out + p * kPanelRows, w.rows,
+                                                std::min(kPanelRows, w.rows - p * kPanelRows));
+      }
+    }
+  });
+}
+
+#else
+void QuantizeRows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding, int) {
+  ref::quantize_rows(x, rows, cols, group, out);
+  out.resize(rows, cols, group, padding);
+}
+void MatmulInt8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  ref::matmul_int8(x, rows, w, y, threads);
+}
+#endif  // DITTO_SIMD_HAS_FMA
+
+}  // namespace ditto::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ditto::kernels {
+
+HWY_EXPORT(QuantizeRows);
+HWY_EXPORT(MatmulInt8);
+
+void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding,
+                   int threads) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRows)(x, rows, cols, group, out, padding, threads);
+}
+
+void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+  HWY_DYNAMIC_DISPATCH(MatmulInt8)(x, rows, w, y, threads);
+}
+
+}  // namespace ditto::kernels
+#endif

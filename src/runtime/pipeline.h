@@ -1,0 +1,112 @@
+#pragma once
+// Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`): process r holds the layers of
+// stage r (model/stages.h) and the KV cache of those layers. Stage 0, the head, runs the command:
+// its BatchEngine computes its layers of a pass, hands the hidden state of the rows on, and gets
+// the logits back from the last stage. The hidden state crosses as the f32 values it is and the
+// split lies between layers, so every bit is the one a single process computes. A pass is cut
+// into micro-batches that follow each other through the stages, so that the stages work at once.
+//
+// Every wait during a pass is bounded by the timeout, and every MPI error is a PipelineError: a
+// stage that dies or a link that breaks ends the run instead of hanging it.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ditto/dtype.h"
+#include "ditto/error.h"
+#include "ditto/model.h"
+#include "model/decoder.h"
+
+namespace ditto {
+
+class PipelineError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The first `slots` positions of block `from` copied into block `to`, before the pass writes it
+// (a shared block's copy).
+struct BlockCopy {
+  uint32_t from, to, slots;
+};
+
+// One micro-batch of a pass as the stages after the head get it: what the decoder needs besides
+// the tokens (which only the head's embedding reads).
+struct StagePass {
+  std::vector<size_t> positions;
+  std::vector<KVSlot> slots;
+  std::vector<std::vector<uint32_t>> tables;  // the block tables of the sequences it holds rows of
+  std::vector<uint32_t> table_of;             // each row's index into tables
+  std::vector<size_t> logit_rows;
+  std::vector<BlockCopy> copies;              // made before any row is computed
+};
+
+// The messages between the processes, over MPI or anything that moves them alike.
+class PipelineLink {
+ public:
+  virtual ~PipelineLink() = default;
+  virtual size_t rank() const = 0;
+  virtual size_t size() const = 0;
+  // Posts a send; the link keeps the buffer until it is sent.
+  virtual void send(size_t to, int tag, std::vector<uint64_t> words) = 0;
+  virtual void send(size_t to, int tag, std::vector<float> floats) = 0;
+  // Posts the receive of `count` floats into `into`; wait_receives(n) completes the oldest n.
+  virtual void receive(size_t from, int tag, float* into, size_t count) = 0;
+  // The next message of words from `from`; without a time limit if `idle` (waiting for work).
+  virtual std::vector<uint64_t> receive_words(size_t from, int tag, bool idle, const std::string& what) = 0;
+  virtual void wait_receives(size_t count, const std::string& what) = 0;
+  virtual void wait_sends(const std::string& what) = 0;
+  virtual void stop() = 0;      // any thread: every wait fails from now on
+  virtual void finalize() = 0;  // after a clean end
+};
+
+class Pipeline {
+ public:
+  // Starts MPI in a process of `mpirun -np stages`. Throws ditto::Error if this ditto was built
+  // without MPI, or if mpirun started another number of processes.
+  static std::unique_ptr<Pipeline> start(size_t stages, double timeout_seconds);
+  explicit Pipeline(std::unique_ptr<PipelineLink> link);
+  ~Pipeline();
+
+  size_t stage() const { return link_->rank(); }
+  size_t stages() const { return link_->size(); }
+  bool head() const { return stage() == 0; }
+  bool last() const { return stage() + 1 == stages(); }
+
+  // The head's side, for its BatchEngine. configure(): a new engine's KV pool and thread count on
+  // every stage; release(): the engine ends.
+  void configure(size_t kv_blocks, size_t block_size, DType cache, int threads);
+  void release();
+  // Hands a micro-batch on (hidden: its rows' hidden state after the head's layers) and, if it
+  // has logit rows, posts the receive of their logits from the last stage into `logits`
+  // (logit_rows x vocab floats). Micro-batches of later passes may follow before those come.
+  void send_pass(const StagePass& pass, std::vector<float> hidden, float* logits, size_t logit_floats);
+  // Waits until the logits of the oldest `micro_batches` micro-batches with logit rows have come.
+  void receive_logits(size_t micro_batches);
+  // Ends the run cleanly: the head tells every stage, then every process ends MPI.
+  void finish();
+  // Any thread: every wait in progress or to come fails (a server that stops).
+  void stop() { link_->stop(); }
+  // Any thread: whether a pass failed (a stage gone, a link down, stopped), and why.
+  bool failed() const { return failed_; }
+  std::string failure() const;
+
+  // A stage after the head: computes the head's passes with the model's layers (the model holds
+  // this stage's part) until the head finishes.
+  void run_stage(const Model& model);
+
+ private:
+  // Runs the head's part of a pass, remembering a failure before it goes on up.
+  template <class Step>
+  void guarded(Step step);
+
+  std::unique_ptr<PipelineLink> link_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mutex_;
+  std::string failure_;  // guarded by mutex_
+};
+
+}  // namespace ditto

@@ -1,0 +1,271 @@
+"""Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`), on this machine's loopback: the
+logits of every position and the greedy ids equal one process's, for Qwen3 and Llama, whole and
+chunked prefill, several sequences in flight, shared prefixes; `verify --stages 1,2,3` passes and
+catches a planted fault; a killed or frozen stage ends the run with an error within seconds, a
+server answering 503; and two replicas of `ditto serve` give the same answers."""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ditto_testing.checkpoints import make_checkpoint
+from ditto_testing.planted import planted_model
+from ditto_testing.serve import DITTO, Server, call_json, write_tiny_chat_model
+
+# As root (CI), any number of processes on two cores, and only the loopback interface.
+MPI_ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_tcp_if_include": "lo",
+           "OMPI_MCA_oob_tcp_if_include": "lo"}
+os.environ.update(MPI_ENV)  # for the children of `ditto verify` and the servers
+TOKENS = 6
+
+
+def mpirun(stages):
+    return ["mpirun", "-np", str(stages)]
+
+
+def five_layers(directory, arch):
+    make_checkpoint(str(directory), arch, vocab_size=512, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, seed=5)
+    return str(directory)
+
+
+@pytest.fixture(scope="module", params=["qwen3", "llama"])
+def model_dir(request, tmp_path_factory):
+    return five_layers(tmp_path_factory.mktemp("stages") / request.param, request.param)
+
+
+@pytest.fixture(scope="module")
+def qwen3_dir(tmp_path_factory):
+    """For the transport's failures, which one architecture shows."""
+    return five_layers(tmp_path_factory.mktemp("failures") / "qwen3", "qwen3")
+
+
+@pytest.fixture(scope="module")
+def prompt_file(tmp_path_factory):
+    """Six prompts, four in flight at once; three begin with the same 37 tokens (a shared block
+    and a partly filled one, copied before a sequence writes into it)."""
+    rng = np.random.default_rng(2)
+    shared = list(rng.integers(0, 512, 37))
+    prompts = [list(rng.integers(0, 512, n)) for n in (1, 17, 40)] + [shared + list(rng.integers(0, 512, n))
+                                                                      for n in (1, 9, 30)]
+    path = tmp_path_factory.mktemp("prompts") / "prompts.txt"
+    path.write_text("".join(" ".join(map(str, p)) + "\n" for p in prompts))
+    return str(path)
+
+
+def generate(model, prompts, stages, *args):
+    command = (mpirun(stages) if stages > 1 else []) + [
+        DITTO, "generate", "-m", model, "--tokens-file", prompts, "-n", str(TOKENS), "--parallel", "4", "-t", "1",
+        "--ignore-eos", "--json", *args] + (["--stages", str(stages)] if stages > 1 else [])
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=MPI_ENV)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("args", [["--hash"], ["--hash", "--chunk", "7"], ["--chunk", "16"]],
+                         ids=["whole", "chunk7", "prefix-cache"])
+def test_stages_give_the_logits_and_ids_of_one_process(model_dir, prompt_file, args):
+    # --hash: the logits of every prompt position too (without the prefix cache); without it the
+    # shared prompts start from the prefix cache, whose shared blocks are copied on every stage.
+    one = generate(model_dir, prompt_file, 1, *args)
+    assert len(one) == 6 and all(len(row["ids"]) == TOKENS for row in one)
+    for stages in (2, 3):
+        assert generate(model_dir, prompt_file, stages, *args) == one, f"{stages} stages"
+
+
+def test_a_split_given_by_layer_counts_gives_the_same_bits(model_dir, prompt_file):
+    assert generate(model_dir, prompt_file, 2, "--hash", "--split", "4,1") == generate(model_dir, prompt_file, 1, "--hash")
+
+
+def test_the_default_split_balances_the_weight_bytes(model_dir):
+    # Five equal layers and an output projection (512 x 64) of about 0.9 of one: 3 + (2 + head)
+    # in two stages, 2 + 2 + (1 + head) in three.
+    for stages, parts in [(2, ["layers 3..4 + logits"]), (3, ["layers 2..3", "layers 4..4 + logits"])]:
+        result = subprocess.run(mpirun(stages) + [DITTO, "generate", "-m", model_dir, "--tokens", "1 2", "-n", "1",
+                                                  "--stages", str(stages)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        for stage, part in enumerate(parts, 1):
+            assert f"ditto: stage {stage} of {stages}: {part}\n" in result.stderr
+
+
+@pytest.mark.parametrize("command,message", [
+    (mpirun(2) + [DITTO, "generate", "--stages", "2", "--split", "2,2"],
+     "--split: the layer counts must be at least 1 each and add up to the model's 5 layers"),
+    (mpirun(2) + [DITTO, "generate", "--stages", "2", "--split", "1,1,3"], "--split gives 3 layer counts for 2 stages"),
+    ([DITTO, "generate", "--stages", "2"], "--stages 2 needs as many processes, but mpirun started 1"),
+    ([DITTO, "generate", "--split", "2,3"], "--split cuts the model into --stages: give --stages too"),
+    (mpirun(2) + [DITTO, "generate"], "this is one of 2 processes that mpirun started: give --stages 2"),
+])
+def test_bad_stage_options_get_a_clear_error(model_dir, command, message):
+    result = subprocess.run(command + ["-m", model_dir, "--tokens", "1 2 3", "-n", "2"], capture_output=True,
+                            text=True, timeout=60, env=MPI_ENV)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def verify(model, prompts, *args):
+    return subprocess.run([DITTO, "verify", "-m", model, "-p", prompts, "--ids", "-n", str(TOKENS), "--threads", "1",
+                           *args], capture_output=True, text=True, timeout=300, env=MPI_ENV)
+
+
+def test_verify_compares_stage_counts_and_finds_a_planted_fault(model_dir, prompt_file, tmp_path):
+    result = verify(model_dir, prompt_file, "--modes", "whole,7", "--stages", "1,2,3", "--runs", "1", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] and report["identical"] == report["sequences"] == 6 * 2 * 3
+    assert [c["name"] for c in report["configs"]] == ["whole s1", "whole s2", "whole s3", "7 s1", "7 s2", "7 s3"]
+
+    # Layer 4 (the last stage's) of the second run of 2 stages computes another function.
+    def change(tensors):
+        tensors["model.layers.4.mlp.up_proj.weight"].flat[3] += np.float32(0.25)
+
+    served, config_text, good, bad = planted_model(model_dir, tmp_path, change)
+    (tmp_path / "served" / "config.json").write_text(config_text)
+    os.symlink(good, os.path.join(served, "model.safetensors"))
+    # An mpirun that points the model at the good weights for its first child, the changed ones
+    # for its second: children run s1, s2 (run 1), s1, s2 (run 2), so run 2 of s2 has the fault.
+    launcher = tmp_path / "mpirun"
+    launcher.write_text(f"""#!/bin/sh
+count=$(cat {tmp_path}/launches 2>/dev/null || echo 0); echo $((count + 1)) > {tmp_path}/launches
+[ "$count" = 1 ] && ln -sf {bad} {served}/model.safetensors
+exec mpirun "$@"
+""")
+    launcher.chmod(0o755)
+    result = verify(served, prompt_file, "--modes", "whole", "--stages", "1,2", "--runs", "2", "--json",
+                    "--mpirun", str(launcher))
+    assert (tmp_path / "launches").read_text().strip() == "2", result.stderr
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert not report["passed"]
+    cells = [{cell["config"]: cell for cell in prompt["cells"]} for prompt in report["prompts"]]
+    assert all(row["whole s1"]["same"] for row in cells)
+    diverging = [row["whole s2"] for row in cells if not row["whole s2"]["same"]]
+    assert diverging and all(cell["runs"] == [2] for cell in diverging)
+
+
+def rank_pid(launcher, rank):
+    """The pid of MPI rank `rank` among the descendants of the mpirun process `launcher`."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    environment = f.read().split(b"\0")
+            except OSError:
+                continue
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environment and is_descendant(int(entry), launcher.pid):
+                return int(entry)
+        time.sleep(0.05)
+    raise RuntimeError(f"rank {rank} of mpirun {launcher.pid} did not start")
+
+
+def is_descendant(pid, ancestor):
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return False
+    return False
+
+
+def long_generation(model, stages, *args):
+    """Prompts enough for a minute of decoding under mpirun (each of them 1000 tokens: a tiny
+    model decodes them in a fraction of a second): its process, started."""
+    prompts = Path(model).parent / "long-generation.txt"
+    prompts.write_text("".join(f"1 2 {p}\n" for p in range(3, 300)))
+    command = mpirun(stages) + [DITTO, "generate", "-m", model, "--tokens-file", str(prompts), "-n", "1000",
+                                "--ignore-eos", "-t", "1", "--stages", str(stages), *args]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=MPI_ENV)
+
+
+@pytest.mark.parametrize("stages,victim", [(2, 1), (3, 1)])
+def test_a_killed_stage_ends_the_run_with_an_error_within_seconds(qwen3_dir, stages, victim):
+    run = long_generation(qwen3_dir, stages)
+    pid = rank_pid(run, victim)
+    time.sleep(0.5)
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    _, err = run.communicate(timeout=30)
+    assert time.monotonic() - killed < 10
+    assert run.returncode != 0
+    # mpirun names the stage that died and sends the survivors SIGTERM, which they report (as
+    # long as mpirun still forwards their output: it may stop before the last of them writes).
+    assert f"process rank {victim} with PID" in err and "exited on signal 9" in err, err
+    assert f"of {stages}: stopped by SIGTERM (mpirun stops every stage when one of them fails" in err, err
+
+
+def test_a_frozen_stage_times_out(qwen3_dir):
+    run = long_generation(qwen3_dir, 2, "--stage-timeout", "2")
+    pid = rank_pid(run, 1)
+    time.sleep(0.5)
+    frozen = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)  # alive to mpirun, silent to the head
+    try:
+        _, err = run.communicate(timeout=30)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert time.monotonic() - frozen < 12
+    assert run.returncode != 0
+    assert "error: stage 0 of 2: waited 2 s for the logits from the last stage (--stage-timeout)" in err, err
+
+
+@pytest.fixture(scope="module")
+def chat_model(tmp_path_factory):
+    return write_tiny_chat_model(tmp_path_factory.mktemp("stage-serve") / "tiny.gguf")
+
+
+REQUESTS = [{"prompt": "The sea is", "max_tokens": 12, "temperature": 0},
+            {"prompt": [5, 17, 300, 2000, 9], "max_tokens": 10, "temperature": 0.9, "seed": 11, "logprobs": 3},
+            {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.1, "seed": 3, "n": 2}]
+
+
+def answers(server, requests):
+    out = []
+    for body in requests:
+        status, reply = call_json(server.url, "POST", "/v1/completions", {**body, "ignore_eos": True})
+        assert status == 200, reply
+        out.append([(c["text"], c["logprobs"]) for c in reply["choices"]])
+    return out
+
+
+def test_serve_with_stages_answers_as_one_process_then_a_killed_stage_gives_503_and_stops(chat_model):
+    with Server(chat_model, "-t", "1") as one:
+        expected = answers(one, REQUESTS)
+    server = Server(chat_model, "-t", "1", "--stages", "2", launcher=mpirun(2)).start()
+    try:
+        assert answers(server, REQUESTS) == expected
+        long = subprocess.Popen(["curl", "-s", "-w", "\\n%{http_code}", f"{server.url}/v1/completions", "-d",
+                                 json.dumps({"prompt": "x", "max_tokens": 1000, "ignore_eos": True})],
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(0.2)
+        killed = time.monotonic()
+        os.kill(rank_pid(server.process, 1), signal.SIGKILL)
+        body = long.communicate(timeout=30)[0]
+        assert body.rsplit("\n", 1)[1] == "503", body
+        server.process.wait(timeout=30)
+        assert time.monotonic() - killed < 10
+        assert server.process.returncode != 0
+        assert "ditto serve: Terminated: stopped at once" in server.log or "ditto serve: stopped: " in server.log, \
+            server.log
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+def test_two_replicas_give_the_same_answers(chat_model):
+    """Several `ditto serve` behind a load balancer: whichever replica a request reaches, with
+    whatever threads and batch width, it gets the same bits."""
+    with Server(chat_model, "-t", "1", "--parallel", "1") as a, Server(chat_model, "-t", "2", "--parallel", "8") as b:
+        assert answers(a, REQUESTS) == answers(b, REQUESTS)

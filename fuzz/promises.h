@@ -42,6 +42,16 @@ inline void check_config(const ModelConfig& c) {
                            c.experts_per_token <= c.experts && within(c.expert_intermediate_size, limits::kWidth) &&
                            c.sparse_layers.size() == c.layers),
         "experts in range, and experts per token at most the experts");
+  check(c.rope_local_theta == 0.0 ||
+            (c.rope_local_theta >= limits::kMinRopeTheta && c.rope_local_theta <= limits::kMaxRopeTheta),
+        "rope_local_theta in range or none");
+  check(c.query_pre_attn_scalar == 0.0 || (c.query_pre_attn_scalar >= limits::kMinQueryPreAttnScalar &&
+                                           c.query_pre_attn_scalar <= limits::kMaxQueryPreAttnScalar),
+        "query_pre_attn_scalar in range or none");
+  check(c.final_logit_softcap == 0.0f || (c.final_logit_softcap >= float(limits::kMinSoftcap) &&
+                                          c.final_logit_softcap <= float(limits::kMaxSoftcap)),
+        "final_logit_softcap in range or none");
+  check(c.embedding_scale > 0.0f && c.embedding_scale <= 1024.0f, "embedding_scale sqrt(hidden_size) or 1");
 }
 
 }  // namespace ditto::fuzz

@@ -130,6 +130,8 @@ def write_gguf(path, arch, quant, add_tokenizer=byte_level_metadata(), experts=0
     writer.add_head_count_kv(1)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(10000.0)
+    if arch == "gemma3":
+        writer.add_sliding_window(16)
     if add_tokenizer:
         add_tokenizer(writer)
     if quant == gguf.GGMLQuantizationType.Q4_K:  # the gguf package does not quantise K-quants: one zero block a row
@@ -183,8 +185,8 @@ def write_corpus(directory):
     # Found by fuzzing: a token that is not UTF-8 made the tokenizer's JSON throw past ditto::Error.
     write_gguf(f"{directory}/gguf/invalid-utf8-token.gguf", "llama", Q.Q8_0,
                byte_level_metadata(("a", "b", "ab", b"\xff", "<|im_end|>")))
-    # SentencePiece vocabularies: Llama 2's kind, and Gemma 3's (another architecture: the model
-    # config is refused, the tokenizer still read).
+    # SentencePiece vocabularies: Llama 2's kind, and Gemma 3's (its config read as llama.cpp's
+    # gemma3 files have it: a window, the rest by llama.cpp's conventions).
     write_gguf(f"{directory}/gguf/llama-sentencepiece.gguf", "llama", Q.Q8_0, sentencepiece_metadata())
     write_gguf(f"{directory}/gguf/gemma3-sentencepiece.gguf", "gemma3", Q.Q8_0, sentencepiece_metadata())
     # Mixtures of experts: Qwen3-MoE's architecture, and llama with experts (Mixtral).
@@ -214,6 +216,15 @@ def write_corpus(directory):
              "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "tie_word_embeddings": True,
              "rope_parameters": {"rope_type": "default", "rope_theta": 100000.0}, "mlp_bias": False,
              "bos_token_id": None, "eos_token_id": [2, 1]}
+    # Gemma 3 270M's config as transformers 4 wrote it (layer_types, rope_local_base_freq).
+    gemma3 = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": 262144,
+              "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 4,
+              "num_key_value_heads": 1, "head_dim": 256, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06,
+              "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": None, "sliding_window": 512,
+              "layer_types": ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(18)],
+              "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": None,
+              "final_logit_softcapping": None, "use_bidirectional_attention": False, "attention_bias": False,
+              "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0, "tie_word_embeddings": True}
     # The other families, shaped as their real configs: windows, biases, llama3 RoPE, experts.
     qwen2 = {**qwen3, "model_type": "qwen2", "use_sliding_window": True, "sliding_window": 32768,
              "max_window_layers": 21, "layer_types": ["full_attention"] * 21 + ["sliding_attention"] * 7}
@@ -228,7 +239,8 @@ def write_corpus(directory):
                  "moe_intermediate_size": 768, "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [0]}
     for name, config in [("qwen3-0.6b.json", qwen3), ("smollm2-like.json", llama), ("qwen2-window.json", qwen2),
                          ("mistral.json", mistral), ("phi3.json", phi3), ("llama-3.1.json", llama31),
-                         ("mixtral.json", mixtral), ("qwen3-moe.json", qwen3_moe)]:
+                         ("mixtral.json", mixtral), ("qwen3-moe.json", qwen3_moe),
+                         ("gemma-3-270m.json", gemma3)]:
         with open(f"{directory}/config/{name}", "w") as f:
             json.dump(config, f, indent=2)
     with open(f"{directory}/config/deep_nesting.json", "w") as f:

@@ -174,6 +174,10 @@ const ModelCase kModels[] = {
     // Experts gathered across the rows of a pass: each row still sums its own experts alone.
     {"mixtral_top2_of_4",
      [] { return Model::load(testing::write_checkpoint(testing::tiny_family("mixtral"), "batch-mixtral")); }, DType::F16},
+    // Windows of 8 in two of three layers (a global one between): sequences of up to 90
+    // positions read past them, and keep every block.
+    {"gemma3_bf16",
+     [] { return Model::load(testing::write_checkpoint(testing::tiny_family("gemma3_text"), "batch-gemma3")); }, DType::F32},
 };
 
 class BatchInvariance : public ::testing::TestWithParam<ModelCase> {};

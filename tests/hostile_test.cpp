@@ -383,7 +383,8 @@ TEST(HostileInspect, SizesTheTensorsDoNotHaveAreRefused) {
   const std::string key = "llama.block_count";
   const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end()) - bytes.begin();
   bytes[size_t(at) + key.size() + 4] = 3;  // the u32 after the key and its type: 2 layers -> 3
-  expect_error([&] { describe_model(testing::write_gguf("hostile-inspect-layers", bytes)); }, "no tensor 'model.layers.2.");
+  expect_error([&] { describe_model(testing::write_gguf("hostile-inspect-layers", bytes)); },
+               "no tensor 'blk.2.attn_norm.weight' (transformers' model.layers.2.input_layernorm.weight)");
 }
 
 // --- tokenizer.json: ids in range, never truncated; an empty vocabulary refused --------------

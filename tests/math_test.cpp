@@ -39,6 +39,36 @@ TEST(ExpF32, EdgesAndSubnormals) {
   EXPECT_LE(ulp_distance(ref::exp_f32(-100.0f), float(std::exp(-100.0))), 1);
 }
 
+TEST(TanhF32, WithinOneUlpOfTheTrueValue) {
+  // Every 997th positive float and its negative: both branches, their meeting point at 0.625,
+  // subnormals and the saturation to +-1.
+  int64_t worst = 0;
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 997)
+    for (const float x : {f32_from_bits(bits), -f32_from_bits(bits)})
+      worst = std::max(worst, ulp_distance(ref::tanh_f32(x), float(std::tanh(double(x)))));
+  EXPECT_LE(worst, 1);
+}
+
+TEST(TanhF32, Edges) {
+  EXPECT_EQ(f32_bits(ref::tanh_f32(0.0f)), f32_bits(0.0f));
+  EXPECT_EQ(f32_bits(ref::tanh_f32(-0.0f)), f32_bits(-0.0f));
+  EXPECT_EQ(ref::tanh_f32(INFINITY), 1.0f);
+  EXPECT_EQ(ref::tanh_f32(-INFINITY), -1.0f);
+  EXPECT_EQ(ref::tanh_f32(1e30f), 1.0f);
+  EXPECT_TRUE(std::isnan(ref::tanh_f32(NAN)));
+}
+
+TEST(GeluTanh, MatchesTorchsFormulaInDouble) {
+  // torch's gelu(approximate="tanh"): 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+  for (float g = -12.0f; g < 12.0f; g += 0.00731f) {
+    const double x = g;
+    const double expected = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    EXPECT_NEAR(ref::gelu_tanh(g), expected, 4e-7 * std::max(1.0, std::fabs(expected))) << g;
+  }
+  EXPECT_EQ(ref::gelu_tanh(-200.0f), -0.0f);
+  EXPECT_EQ(ref::gelu_tanh(200.0f), 200.0f);
+}
+
 TEST(DoubleMath, ExpLogSinCosAreAccurate) {
   for (double x = -700.0; x < 700.0; x += 1.37)
     EXPECT_NEAR(ref::exp_f64(x) / std::exp(x), 1.0, 4e-16) << x;

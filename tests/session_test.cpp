@@ -112,6 +112,16 @@ TinyConfig qwen3_f16() {
   return c;
 }
 
+// Gemma's three layers, sliding window, global, sliding window (prompts of 40 to 100 run past
+// the window), with one kv head, tied, in f32.
+TinyConfig gemma3_mqa_tied_f32() {
+  TinyConfig c = testing::tiny_family("gemma3_text");
+  c.kv_heads = 1;
+  c.tied = true;
+  c.dtype = DType::F32;
+  return c;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                          ::testing::Values(ModelCase{"qwen3_bf16", TinyConfig{}, DType::F32},
                                            ModelCase{"qwen3_bf16_cache_bf16", TinyConfig{}, DType::BF16},
@@ -122,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(Models, Invariance,
                                            ModelCase{"phi3", testing::tiny_family("phi3"), DType::F32},
                                            ModelCase{"llama3_rope", testing::tiny_family("llama"), DType::F32},
                                            ModelCase{"mixtral", testing::tiny_family("mixtral"), DType::F16},
-                                           ModelCase{"qwen3_moe", testing::tiny_family("qwen3_moe"), DType::F32}),
+                                           ModelCase{"qwen3_moe", testing::tiny_family("qwen3_moe"), DType::F32},
+                                           ModelCase{"gemma3", testing::tiny_family("gemma3_text"), DType::F32},
+                                           ModelCase{"gemma3_mqa_tied_f32_cache_bf16", gemma3_mqa_tied_f32(), DType::BF16}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The bits of the default tiny model, pinned: a change here means ditto computes a different
@@ -164,7 +176,8 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyGoldenHash,
                          ::testing::Values(GoldenCase{"qwen2", "5455a1ff710685ec"}, GoldenCase{"mistral", "6a728c8cd7e44a41"},
                                            GoldenCase{"phi3", "69fa3fe93074305c"}, GoldenCase{"llama", "3c0d8b29259d4465"},
                                            GoldenCase{"mixtral", "66b5796a984c7d81"},
-                                           GoldenCase{"qwen3_moe", "ed64afb8271d9022"}),
+                                           GoldenCase{"qwen3_moe", "ed64afb8271d9022"},
+                                           GoldenCase{"gemma3_text", "f35b63c076d42408"}),
                          [](const auto& info) { return std::string(info.param.arch); });
 
 TEST(SessionErrors, TooLongPromptIsRefusedAndTheSessionStaysUsable) {

@@ -117,21 +117,51 @@ TEST(Simd, RopeMatchesReference) {
   }
 }
 
-TEST(Simd, SiluMulMatchesReferenceIncludingExtremes) {
-  auto gate = random_floats(1001, 5, 20.0f);
-  // exp overflow, underflow into subnormals, infinities and NaN go through the same lanes.
+// Random gates, then the extremes: exp overflow, underflow into subnormals, infinities and NaN
+// go through the same lanes; the tails of 1 and 7 values run the scalar code.
+using GatedActivation = void (*)(const float* gate, const float* up, size_t n, float* out);
+void expect_activation_matches_reference(GatedActivation reference, GatedActivation simd, std::vector<float> gate) {
   for (float special : {-200.0f, -103.9f, -90.0f, 88.0f, 89.0f, 200.0f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f})
     gate.push_back(special);
   const auto up = random_floats(gate.size(), 6);
   std::vector<float> expected(gate.size());
-  ref::silu_mul(gate.data(), up.data(), gate.size(), expected.data());
+  reference(gate.data(), up.data(), gate.size(), expected.data());
   for_each_target([&] {
     for (size_t n : {size_t(1), size_t(7), gate.size()}) {
       std::vector<float> got(n);
-      kernels::silu_mul(gate.data() + gate.size() - n, up.data() + gate.size() - n, n, got.data());
+      simd(gate.data() + gate.size() - n, up.data() + gate.size() - n, n, got.data());
       ASSERT_EQ(std::memcmp(got.data(), expected.data() + gate.size() - n, n * sizeof(float)), 0) << "n " << n;
     }
   });
+}
+
+TEST(Simd, SiluMulMatchesReferenceIncludingExtremes) {
+  expect_activation_matches_reference(ref::silu_mul, kernels::silu_mul, random_floats(1001, 5, 20.0f));
+}
+
+TEST(Simd, GeluTanhMulMatchesReferenceIncludingExtremes) {
+  // Most gates within +-3, where tanh's two branches meet (|inner| = 0.625 at |g| ~ 0.74).
+  auto gate = random_floats(1001, 7, 3.0f);
+  const auto wide = random_floats(200, 8, 60.0f);
+  gate.insert(gate.end(), wide.begin(), wide.end());
+  for (float g : {0.7401f, 0.7402f, 0.7403f, -0.7402f, 1e-30f, -1e-40f}) gate.push_back(g);
+  expect_activation_matches_reference(ref::gelu_tanh_mul, kernels::gelu_tanh_mul, gate);
+}
+
+TEST(Simd, SoftcapMatchesReference) {
+  auto x = random_floats(1003, 9, 200.0f);
+  for (float special : {0.0f, -0.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(special);
+  for (float cap : {30.0f, 15.0f, 0.7f}) {
+    auto expected = x;
+    ref::softcap(expected.data(), expected.size(), cap);
+    for_each_target([&] {
+      for (size_t n : {size_t(1), size_t(7), x.size()}) {
+        std::vector<float> got(x.end() - ptrdiff_t(n), x.end());
+        kernels::softcap(got.data(), n, cap);
+        ASSERT_EQ(std::memcmp(got.data(), expected.data() + x.size() - n, n * sizeof(float)), 0) << "n " << n;
+      }
+    });
+  }
 }
 
 // A paged cache for kernel tests: `sequences` sequences of `lengths[i]` positions with random

@@ -130,6 +130,16 @@ std::string config_json(const TinyConfig& c) {
   if (c.arch == "qwen3_moe")
     config.update({{"num_experts", c.experts}, {"num_experts_per_tok", c.experts_per_token},
                    {"moe_intermediate_size", c.expert_intermediate}, {"norm_topk_prob", c.norm_topk_prob}});
+  if (c.arch == "gemma3_text") {
+    config.erase("hidden_act");
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    config["sliding_window"] = 8;
+    config["sliding_window_pattern"] = 2;
+    config["query_pre_attn_scalar"] = 24;
+    config["final_logit_softcapping"] = 3.0;
+    config["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}, {"rope_type", "default"}}},
+                                 {"sliding_attention", {{"rope_theta", 1e4}, {"rope_type", "default"}}}};
+  }
   return config.dump(2);
 }
 
@@ -142,6 +152,7 @@ TinyConfig tiny_family(const std::string& arch) {
   if (arch == "llama") c.llama3_rope = true;
   if (arch == "mixtral") c.intermediate = 24;
   if (arch == "qwen3_moe") c.experts = 5, c.experts_per_token = 1, c.norm_topk_prob = false;
+  if (arch == "gemma3_text") c.layers = 3;
   return c;
 }
 
@@ -149,14 +160,16 @@ std::vector<TestTensor> random_weights(const TinyConfig& c) {
   SplitMix64 rng(c.seed);
   const std::string dtype = c.dtype == DType::F32 ? "F32" : c.dtype == DType::F16 ? "F16" : "BF16";
   std::vector<TestTensor> tensors;
-  // Matrices get scale 2/sqrt(cols), so that activations stay of order one; norms lie in
-  // [0.5, 1.5), biases in [-0.5, 0.5).
+  // Matrices get scale 2/sqrt(cols), so that activations stay of order one; norms act in
+  // [0.5, 1.5) (Gemma's as 1 + w), biases lie in [-0.5, 0.5).
+  const bool gemma = c.arch == "gemma3_text";
   auto add = [&](const std::string& name, std::vector<size_t> shape) {
     const size_t count = shape.size() == 1 ? shape[0] : shape[0] * shape[1];
     const float scale = shape.size() == 1 ? 0.5f : 2.0f / std::sqrt(float(shape[1]));
     const bool norm = shape.size() == 1 && name.find(".bias") == std::string::npos;
+    const float offset = norm && !gemma ? 1.0f : 0.0f;
     TestTensor t{name, dtype, shape, std::vector<unsigned char>(count * dtype_size(c.dtype))};
-    for (size_t i = 0; i < count; ++i) store_from_f32(t.bytes.data(), c.dtype, i, (norm ? 1.0f : 0.0f) + rng.uniform(scale));
+    for (size_t i = 0; i < count; ++i) store_from_f32(t.bytes.data(), c.dtype, i, offset + rng.uniform(scale));
     tensors.push_back(std::move(t));
   };
   const size_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
@@ -175,11 +188,15 @@ std::vector<TestTensor> random_weights(const TinyConfig& c) {
     if (c.arch == "qwen2")
       for (const char* proj : {"q", "k", "v"}) add(p + "self_attn." + proj + "_proj.bias", {proj[0] == 'q' ? q : kv});
     add(p + "self_attn.o_proj.weight", {c.hidden, q});
-    if (c.arch == "qwen3" || c.arch == "qwen3_moe") {
+    if (c.arch == "qwen3" || c.arch == "qwen3_moe" || gemma) {
       add(p + "self_attn.q_norm.weight", {c.head_dim});
       add(p + "self_attn.k_norm.weight", {c.head_dim});
     }
     add(p + "post_attention_layernorm.weight", {c.hidden});
+    if (gemma) {
+      add(p + "pre_feedforward_layernorm.weight", {c.hidden});
+      add(p + "post_feedforward_layernorm.weight", {c.hidden});
+    }
     if (moe) {
       const bool mixtral = c.arch == "mixtral";
       const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");

@@ -43,6 +43,9 @@ std::vector<unsigned char> safetensors_bytes(const std::vector<TestTensor>& tens
 void write_file(const std::string& path, const std::vector<unsigned char>& bytes);
 void write_text(const std::string& path, const std::string& text);
 
+// A tiny decoder of `arch`, a family's model_type. Gemma's (gemma3_text) has sliding-window
+// layers of 8 (every second layer global), its own RoPE base there, a query scale and a logit
+// softcap.
 struct TinyConfig {
   std::string arch = "qwen3";
   size_t vocab = 96, hidden = 40, intermediate = 72, layers = 2, heads = 4, kv_heads = 2, head_dim = 16;
@@ -60,7 +63,8 @@ struct TinyConfig {
 
 // A tiny model of each family beyond qwen3 and llama, its own options set: qwen2 with a window
 // on its upper layer, mistral with a window of 7, phi3, llama with llama3 RoPE, mixtral
-// (top-2 of 4) and qwen3_moe (top-1 of 5, not renormalised).
+// (top-2 of 4), qwen3_moe (top-1 of 5, not renormalised) and gemma3_text of three layers (two
+// with windows).
 TinyConfig tiny_family(const std::string& arch);
 
 std::string config_json(const TinyConfig& config);

@@ -30,13 +30,16 @@ struct ModelConfig {
     double factor = 0.0, low_freq_factor = 0.0, high_freq_factor = 0.0, original_max_positions = 0.0;
   } llama3_rope;
   // What the family's blocks do differently (set by its src/model/architectures/ file):
-  bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3)
+  bool qk_norm = false;           // an RMSNorm on each q and k head before RoPE (Qwen3, Gemma 3)
   bool qkv_bias = false;          // biases added after the q, k and v projections (Qwen2)
   bool tied_embeddings = false;   // the output projection is the embedding matrix
   // Per layer, how far back a row attends: 0 = to every earlier position, W = to the last W
-  // positions, its own included (a sliding window: Mistral, Qwen2's upper layers). Empty when no
-  // layer has a window.
+  // positions, its own included (a sliding window: Mistral, Qwen2's upper layers, Gemma 3's
+  // local layers). Empty when no layer has a window.
   std::vector<size_t> sliding_windows;
+  // The RoPE base of the layers with a window, where it differs from rope_theta (Gemma 3's
+  // rope_local_base_freq); 0: rope_theta.
+  double rope_local_theta = 0.0;
   // A mixture of experts (Mixtral, Qwen3-MoE) in the layers marked in sparse_layers, a dense MLP
   // of intermediate_size in the others: a router picks experts_per_token of `experts` MLPs of
   // expert_intermediate_size for each row; their outputs are summed weighted by the router's
@@ -44,11 +47,24 @@ struct ModelConfig {
   size_t experts = 0, experts_per_token = 0, expert_intermediate_size = 0;
   bool normalize_top_k = false;
   std::vector<bool> sparse_layers;
+  // Gemma 3: RMSNorm weights act as 1 + w (config.json's checkpoints hold w); the attention and
+  // MLP outputs are normalised too before their residual add; the MLP is GELU-tanh instead of
+  // SiLU; the embedding row is multiplied by embedding_scale; scores are scaled by
+  // query_pre_attn_scalar^-1/2; the logits are softcapped when final_logit_softcap > 0.
+  bool norm_adds_one = false;
+  bool post_norms = false;
+  enum class Activation { SiLU, GeluTanh } activation = Activation::SiLU;
+  float embedding_scale = 1.0f;
+  double query_pre_attn_scalar = 0.0;  // 0: head_dim
+  float final_logit_softcap = 0.0f;    // 0: none
+  int64_t bos_token_id = -1;      // -1: none
+  int64_t eos_token_id = -1;
 
   size_t window(size_t layer) const { return layer < sliding_windows.size() ? sliding_windows[layer] : 0; }
   bool sparse(size_t layer) const { return layer < sparse_layers.size() && sparse_layers[layer]; }
-  int64_t bos_token_id = -1;      // -1: none
-  int64_t eos_token_id = -1;
+  double layer_rope_theta(size_t layer) const {
+    return window(layer) != 0 && rope_local_theta != 0.0 ? rope_local_theta : rope_theta;
+  }
 };
 
 struct ModelWeights;  // defined in src/model/weights.h

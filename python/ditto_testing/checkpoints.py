@@ -11,6 +11,7 @@ import transformers
 ARCHITECTURES = {
     "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
     "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+    "gemma3_text": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM),
     "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
     "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM),
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM),
@@ -47,12 +48,14 @@ def make_checkpoint(out_dir, arch="qwen3", *, vocab_size=512, hidden_size=64, in
     model = model_class(config).eval()
     with torch.no_grad():
         # Default init gives near-uniform logits; larger weights make greedy choices decisive
-        # and norms non-trivial. Biases (Qwen2's q, k, v) are centred on zero.
+        # and norms non-trivial. Norm weights act in [0.5, 1.5), Gemma's as 1 + w; biases (Qwen2's
+        # q, k, v) are centred on zero.
+        norm_low = -0.5 if arch == "gemma3_text" else 0.5
         for name, parameter in model.named_parameters():
             if name.endswith(".bias"):
                 parameter.uniform_(-0.5, 0.5)
             elif parameter.dim() == 1:
-                parameter.uniform_(0.5, 1.5)
+                parameter.uniform_(norm_low, norm_low + 1.0)
             else:
                 parameter.normal_(0.0, 1.0 / hidden_size ** 0.5 * 2.0)
     save_options = {} if max_shard_size is None else {"max_shard_size": max_shard_size}

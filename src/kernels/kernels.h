@@ -17,6 +17,8 @@ void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out);
+void softcap(float* x, size_t n, float cap);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads);
 

@@ -5,9 +5,9 @@ namespace ditto {
 namespace {
 
 const Architecture* const* registry() {
-  static const Architecture* const entries[] = {&qwen3_architecture(),   &llama_architecture(),   &qwen2_architecture(),
-                                                &mistral_architecture(), &phi3_architecture(),    &mixtral_architecture(),
-                                                &qwen3_moe_architecture(), nullptr};
+  static const Architecture* const entries[] = {&qwen3_architecture(),     &llama_architecture(),   &qwen2_architecture(),
+                                                &mistral_architecture(),   &phi3_architecture(),    &mixtral_architecture(),
+                                                &qwen3_moe_architecture(), &gemma3_architecture(), nullptr};
   return entries;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ditto/model.h"
 #include "model/config.h"
@@ -15,6 +17,14 @@ enum class QkLayout { Transformers, InterleavedRope };
 // `router`, expert e's matrices `expert` + e + "." + gate / up / down.
 struct ExpertNames {
   std::string_view router, expert, gate, up, down;
+};
+
+// A whole-number GGUF metadata key, "<general.architecture>." + `gguf`, and the config.json key
+// it is read as (src/model/gguf_model.cpp); a required one's absence is an error.
+struct GgufKey {
+  const char* gguf;
+  const char* hf;
+  bool required;
 };
 
 // What sets one decoder family apart: its names, how its config maps onto ModelConfig beyond
@@ -34,6 +44,14 @@ struct Architecture {
   // A mixture-of-experts family: its tensors' names. GGUF files of one general.architecture
   // may hold either kind (llama: Llama or Mixtral); their expert_count tells which.
   const ExpertNames* experts = nullptr;
+  // The family's own GGUF keys, read with those every family's files have; and what its files
+  // leave to llama.cpp's conventions for it, written into the config read from them (in
+  // config.json's terms; nullptr: nothing).
+  std::span<const GgufKey> gguf_keys = {};
+  void (*gguf_conventions)(nlohmann::json& config) = nullptr;
+  // GGUF block tensors that llama.cpp names otherwise in this family than in Llama's files:
+  // {part of "blk.N.part", part of transformers' "model.layers.N.part"}.
+  std::span<const std::pair<const char*, const char*>> gguf_block_tensors = {};
 };
 
 // The family of a config.json model_type, or of a GGUF general.architecture with or without
@@ -51,5 +69,6 @@ const Architecture& mistral_architecture();
 const Architecture& phi3_architecture();
 const Architecture& mixtral_architecture();
 const Architecture& qwen3_moe_architecture();
+const Architecture& gemma3_architecture();
 
 }  // namespace ditto

@@ -98,6 +98,21 @@ void ConfigFields::refuse_if_true(const std::string& key, const std::string& wha
   if (flag(key, false)) throw Error(source_ + ": " + what + " ('" + key + "': true) is not supported");
 }
 
+std::vector<bool> read_layer_types(const ConfigFields& config, size_t layers) {
+  const json& types = config.json()["layer_types"];
+  if (!types.is_array() || types.size() != layers)
+    throw Error(config.field("layer_types") + " must list one type for each of the " + std::to_string(layers) + " layers");
+  std::vector<bool> sliding(layers);
+  for (size_t l = 0; l < layers; ++l) {
+    const std::string type = types[l].is_string() ? types[l].get<std::string>() : detail::json_text(types[l]);
+    if (type != "sliding_attention" && type != "full_attention")
+      throw Error(config.field("layer_types") + ": layer " + std::to_string(l) + " is '" + type +
+                  "', not 'sliding_attention' or 'full_attention'");
+    sliding[l] = type == "sliding_attention";
+  }
+  return sliding;
+}
+
 namespace {
 
 // sliding_window: `absent` when the config leaves it out (the family's default), 0 (none) when null.
@@ -117,17 +132,9 @@ void read_qwen_sliding_windows(const ConfigFields& config, ModelConfig& out) {
   const size_t window = sliding_window(config, 4096);
   out.sliding_windows.assign(out.layers, 0);
   if (config.given("layer_types")) {
-    const json& types = config.json()["layer_types"];
-    if (!types.is_array() || types.size() != out.layers)
-      throw Error(config.field("layer_types") + " must list one type for each of the " + std::to_string(out.layers) +
-                  " layers");
-    for (size_t l = 0; l < out.layers; ++l) {
-      const std::string type = types[l].is_string() ? types[l].get<std::string>() : detail::json_text(types[l]);
-      if (type != "sliding_attention" && type != "full_attention")
-        throw Error(config.field("layer_types") + ": layer " + std::to_string(l) + " is '" + type +
-                    "', not 'sliding_attention' or 'full_attention'");
-      if (type == "sliding_attention") out.sliding_windows[l] = window;
-    }
+    const std::vector<bool> sliding = read_layer_types(config, out.layers);
+    for (size_t l = 0; l < out.layers; ++l)
+      if (sliding[l]) out.sliding_windows[l] = window;
   } else {
     const size_t first = config.size("max_window_layers", {0, limits::kLayers.max}, size_t(28));
     for (size_t l = first; l < out.layers; ++l) out.sliding_windows[l] = window;

@@ -54,6 +54,9 @@ void read_qwen_sliding_windows(const ConfigFields& config, ModelConfig& out);
 // num_experts_per_tok of them per row.
 void read_experts(const ConfigFields& config, const std::string& experts_key, const std::string& intermediate_key,
                   ModelConfig& out);
+// transformers' layer_types (one "sliding_attention" or "full_attention" per layer): true for
+// each sliding layer.
+std::vector<bool> read_layer_types(const ConfigFields& config, size_t layers);
 
 // The same from a JSON object in config.json's terms (GGUF metadata is translated into them);
 // `source` starts every error message. Every number is checked against its range

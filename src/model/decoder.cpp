@@ -1,7 +1,9 @@
 // The decoder of every family in the registry: pre-norm blocks of GQA attention with RoPE and a
-// SwiGLU MLP or a mixture of SwiGLU experts. The families' differences are flags of ModelConfig:
-// an RMSNorm on every q and k head before RoPE (Qwen3), biases on q, k and v (Qwen2), a sliding
-// window per layer (Mistral, Qwen2), Llama 3.1's RoPE scaling, experts (Mixtral, Qwen3-MoE).
+// gated MLP or a mixture of SwiGLU experts. The families' differences are flags of ModelConfig:
+// an RMSNorm on every q and k head before RoPE (Qwen3, Gemma 3), biases on q, k and v (Qwen2), a
+// sliding window and a RoPE base per layer (Mistral, Qwen2, Gemma 3), Llama 3.1's RoPE scaling,
+// experts (Mixtral, Qwen3-MoE), and Gemma 3's scaled embedding, norms after the attention and the
+// MLP, GELU-tanh and logit softcapping.
 #include "model/decoder.h"
 
 #include <algorithm>
@@ -17,14 +19,23 @@ namespace ditto {
 
 namespace {
 
+// The RoPE bases the layers use, each with its table of angles: rope_theta, and
+// rope_local_theta when a layer with a window has that one (Gemma 3's local layers).
+size_t rope_bases(const ModelConfig& c) {
+  for (size_t l = 0; l < c.layers; ++l)
+    if (c.layer_rope_theta(l) != c.rope_theta) return 2;
+  return 1;
+}
+
 // Floats per row of each per-row buffer of DecoderScratch, in its order (x, normed, ..., sin,
 // router, ..., expert_out, then route_experts, 32 bits too).
 std::array<size_t, 18> scratch_widths(const ModelConfig& c) {
   const size_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   const size_t k = c.experts_per_token, expert = c.expert_intermediate_size;
   const size_t expert_rows = c.experts != 0 ? c.hidden_size : 0;  // an expert's gathered input and its output
+  const size_t angles = c.head_dim / 2 * rope_bases(c);
   return {c.hidden_size, c.hidden_size, c.hidden_size, q_width, kv_width, kv_width, q_width, c.intermediate_size,
-          c.intermediate_size, c.head_dim / 2, c.head_dim / 2, c.experts, k, expert_rows, expert, expert, expert_rows, k};
+          c.intermediate_size, angles, angles, c.experts, k, expert_rows, expert, expert, expert_rows, k};
 }
 
 // The MLP of a sparse layer on `normed` (rows x hidden) into `out`: each row's router picks its
@@ -98,23 +109,37 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       observer->observe(layer, name, batch.positions, values->data(), values->size() / rows);
   };
 
-  scratch.inv_freq.resize(half);
+  // The inverse frequencies of rope_theta at [0, half) and of rope_local_theta at [half, 2 half);
+  // row t's angles for base b at [(b * rows + t) * half].
+  const size_t bases = rope_bases(c);
+  scratch.inv_freq.resize(bases * half);
   kernels::rope_inverse_frequencies(c.rope_theta, c.head_dim, scratch.inv_freq.data());
   if (const ModelConfig::Llama3Rope& r = c.llama3_rope; r.factor != 0.0)
     kernels::llama3_scale_frequencies(scratch.inv_freq.data(), half, r.factor, r.low_freq_factor, r.high_freq_factor,
                                       r.original_max_positions);
   for (size_t i = 0; i < w.rope_divisors.size(); ++i) scratch.inv_freq[i] = scratch.inv_freq[i] / w.rope_divisors[i];
+  if (bases == 2) kernels::rope_inverse_frequencies(c.rope_local_theta, c.head_dim, &scratch.inv_freq[half]);
   if (!w.part.embedding) std::copy(batch.hidden, batch.hidden + rows * hidden, x.begin());
   for (size_t t = 0; t < rows; ++t) {
     if (w.part.embedding) kernels::embedding_row(w.embedding.view(), size_t(batch.tokens[t]), &x[t * hidden]);
-    kernels::rope_angles(scratch.inv_freq.data(), half, batch.positions[t], &cos[t * half], &sin[t * half]);
+    for (size_t b = 0; b < bases; ++b)
+      kernels::rope_angles(&scratch.inv_freq[b * half], half, batch.positions[t], &cos[(b * rows + t) * half],
+                           &sin[(b * rows + t) * half]);
   }
-  if (w.part.embedding) observe(0, {{"embedding", &x}});
+  if (w.part.embedding) {
+    if (c.embedding_scale != 1.0f)
+      for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] * c.embedding_scale;
+    observe(0, {{"embedding", &x}});
+  }
 
-  const float scale = ref::AttentionParams::inverse_sqrt_scale(double(c.head_dim));
+  const float scale = ref::AttentionParams::inverse_sqrt_scale(c.query_pre_attn_scalar != 0.0 ? c.query_pre_attn_scalar
+                                                                                               : double(c.head_dim));
+  const auto activation = c.activation == ModelConfig::Activation::GeluTanh ? kernels::gelu_tanh_mul : kernels::silu_mul;
+  const char* activation_name = c.activation == ModelConfig::Activation::GeluTanh ? "gelu_mul" : "silu_mul";
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& layer = w.layers[i];
     const size_t l = w.part.first_layer + i;
+    const size_t angles = c.layer_rope_theta(l) == c.rope_theta ? 0 : rows * half;
     kernels::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
     kernels::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
     kernels::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
@@ -129,17 +154,22 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       kernels::rmsnorm(k.data(), rows * c.kv_heads, c.head_dim, layer.k_norm.data(), c.rms_norm_eps, k.data());
     }
     for (size_t t = 0; t < rows; ++t) {
-      kernels::rope(&q[t * q_width], c.heads, c.head_dim, &cos[t * half], &sin[t * half]);
-      kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, &cos[t * half], &sin[t * half]);
+      const float *row_cos = &cos[angles + t * half], *row_sin = &sin[angles + t * half];
+      kernels::rope(&q[t * q_width], c.heads, c.head_dim, row_cos, row_sin);
+      kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, row_cos, row_sin);
       cache[i].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this pass's keys and values back from the cache.
     kernels::attention(q.data(), batch.attention, cache[i], c.heads, {scale, c.window(l)}, attended.data(), threads);
     kernels::matmul(attended.data(), rows, layer.o.view(), projected.data(), threads);
-    for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
     // q and k as attention read them: after their bias, norm (Qwen3) and RoPE.
-    observe(l, {{"attn_norm", &normed}, {"q", &q}, {"k", &k}, {"v", &v}, {"attention", &attended},
-                {"o_proj", &projected}, {"attn_residual", &x}});
+    observe(l, {{"attn_norm", &normed}, {"q", &q}, {"k", &k}, {"v", &v}, {"attention", &attended}, {"o_proj", &projected}});
+    if (c.post_norms) {
+      kernels::rmsnorm(projected.data(), rows, hidden, layer.post_attention_norm.data(), c.rms_norm_eps, projected.data());
+      observe(l, {{"post_attn_norm", &projected}});
+    }
+    for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
+    observe(l, {{"attn_residual", &x}});
 
     kernels::rmsnorm(x.data(), rows, hidden, layer.mlp_norm.data(), c.rms_norm_eps, normed.data());
     if (c.sparse(l)) {
@@ -148,9 +178,13 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     } else {
       kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
       kernels::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
-      kernels::silu_mul(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
+      activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
       kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
-      observe(l, {{"mlp_norm", &normed}, {"up", &up}, {"silu_mul", &gate}, {"down", &projected}});
+      observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});
+    }
+    if (c.post_norms) {
+      kernels::rmsnorm(projected.data(), rows, hidden, layer.post_mlp_norm.data(), c.rms_norm_eps, projected.data());
+      observe(l, {{"post_mlp_norm", &projected}});
     }
     for (size_t i = 0; i < rows * hidden; ++i) x[i] = x[i] + projected[i];
     observe(l, {{"mlp_residual", &x}});
@@ -160,6 +194,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
   for (size_t i = 0; i < batch.logit_rows.size(); ++i)
     kernels::rmsnorm(&x[batch.logit_rows[i] * hidden], 1, hidden, w.final_norm.data(), c.rms_norm_eps, &normed[i * hidden]);
   kernels::matmul(normed.data(), batch.logit_rows.size(), w.output_matrix(), logits, threads);
+  if (c.final_logit_softcap != 0.0f) kernels::softcap(logits, batch.logit_rows.size() * c.vocab_size, c.final_logit_softcap);
 }
 
 }  // namespace ditto

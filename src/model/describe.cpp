@@ -48,9 +48,12 @@ void add_config(Rows& rows, const ModelConfig& c) {
   rows.push_back({"embeddings", c.tied_embeddings ? "tied to the output" : "separate output matrix"});
   size_t windowed = 0, widest = 0;
   for (size_t l = 0; l < c.layers; ++l) windowed += c.window(l) != 0, widest = std::max(widest, c.window(l));
-  if (windowed != 0)
-    rows.push_back({"sliding window", std::to_string(widest) + " positions in " + std::to_string(windowed) + " of " +
-                                          std::to_string(c.layers) + " layers"});
+  if (windowed != 0) {
+    std::ostringstream text;
+    text << widest << " positions in " << windowed << " of " << c.layers << " layers";
+    if (c.rope_local_theta != 0.0) text << ", rope theta " << c.rope_local_theta << " there";
+    rows.push_back({"sliding window", text.str()});
+  }
   if (c.experts != 0) {
     size_t sparse = 0;
     for (size_t l = 0; l < c.layers; ++l) sparse += c.sparse(l);

@@ -1,6 +1,8 @@
 // GGUF files of the families in the registry (model/architecture.h): metadata to ModelConfig,
 // through config.json's terms, and llama.cpp's tensor names to transformers' names.
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "ditto/error.h"
 #include "model/architecture.h"
@@ -18,9 +20,30 @@ const GgufTensorInfo* find_tensor(const GgufFile& gguf, const std::string& name)
   return nullptr;
 }
 
-// The layer of a GGUF tensor name "blk.N.part" and its part, or false for another name.
-bool split_block_name(const std::string& name, size_t& layer, std::string& part) {
-  const std::string block = "blk.";
+using NamePair = std::pair<const char*, const char*>;  // {llama.cpp's name, transformers'}
+
+constexpr NamePair kOuterTensors[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"}, {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"}};
+// The parts of block N ("blk.N." and "model.layers.N.") in Llama's files, and Qwen2's and Phi-3's.
+constexpr NamePair kBlockParts[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},        {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},        {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+// The block parts of a family's files, its own names first.
+std::array<std::span<const NamePair>, 2> block_parts(const Architecture& family) {
+  return {family.gguf_block_tensors, std::span<const NamePair>(kBlockParts)};
+}
+
+// The layer of a tensor name `block` + "N.part" and its part, or false for another name.
+bool split_block_name(const std::string& name, size_t& layer, std::string& part, const std::string& block = "blk.") {
   if (name.compare(0, block.size(), block) != 0) return false;
   const size_t dot = name.find('.', block.size());
   const std::string digits = name.substr(block.size(), dot == std::string::npos ? 0 : dot - block.size());
@@ -34,9 +57,8 @@ bool split_block_name(const std::string& name, size_t& layer, std::string& part)
 // transformers' name for a GGUF tensor of a `family` decoder, or "" for another tensor.
 // Stacked experts (ffn_*_exps) are named by expert_tensor_names instead.
 std::string hf_tensor_name(const std::string& name, const Architecture& family) {
-  if (name == "token_embd.weight") return "model.embed_tokens.weight";
-  if (name == "output_norm.weight") return "model.norm.weight";
-  if (name == "output.weight") return "lm_head.weight";
+  for (const auto& [gguf_name, hf_name] : kOuterTensors)
+    if (name == gguf_name) return hf_name;
   if (name == "rope_freqs.weight") return name;  // Llama 3.1's RoPE scaling, as llama.cpp stores it
   size_t layer;
   std::string part;
@@ -45,18 +67,23 @@ std::string hf_tensor_name(const std::string& name, const Architecture& family) 
   if (family.experts && part == "ffn_gate_inp.weight") return prefix + std::string(family.experts->router);
   // Phi-3's fused matrices: attn_qkv, and ffn_up holding gate and up.
   if (family.fused_projections && part == "ffn_up.weight") return prefix + "mlp.gate_up_proj.weight";
-  static const std::pair<const char*, const char*> parts[] = {
-      {"attn_norm.weight", "input_layernorm.weight"},  {"attn_q.weight", "self_attn.q_proj.weight"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},    {"attn_v.weight", "self_attn.v_proj.weight"},
-      {"attn_q.bias", "self_attn.q_proj.bias"},        {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.bias", "self_attn.v_proj.bias"},        {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},     {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"},
-  };
-  for (const auto& [gguf_part, hf_part] : parts)
-    if (part == gguf_part) return prefix + hf_part;
+  for (const std::span<const NamePair> parts : block_parts(family))
+    for (const auto& [gguf_part, hf_part] : parts)
+      if (part == gguf_part) return prefix + hf_part;
+  return "";
+}
+
+// The other way, for messages: how a `family` file names the tensor transformers names `name`,
+// or "" (experts, fused matrices).
+std::string gguf_tensor_name(const std::string& name, const Architecture& family) {
+  for (const auto& [gguf_name, hf_name] : kOuterTensors)
+    if (name == hf_name) return gguf_name;
+  size_t layer;
+  std::string part;
+  if (!split_block_name(name, layer, part, "model.layers.")) return "";
+  for (const std::span<const NamePair> parts : block_parts(family))
+    for (const auto& [gguf_part, hf_part] : parts)
+      if (part == hf_part) return "blk." + std::to_string(layer) + "." + gguf_part;
   return "";
 }
 
@@ -99,20 +126,18 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   // messages name the GGUF keys.
   nlohmann::json config = {{"model_type", std::string(family.name)}};
   FieldNames names;
-  struct Key {
-    const char* gguf;
-    const char* hf;
-    bool required;
-  };
-  for (const Key& key : {Key{"block_count", "num_hidden_layers", true}, Key{"embedding_length", "hidden_size", true},
-                         Key{"feed_forward_length", "intermediate_size", true},
-                         Key{"attention.head_count", "num_attention_heads", true},
-                         Key{"attention.head_count_kv", "num_key_value_heads", false},
-                         Key{"attention.key_length", "head_dim", false},
-                         Key{"context_length", "max_position_embeddings", true}}) {
+  const auto read = [&](const GgufKey& key) {
     names[key.hf] = arch + key.gguf;
     if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = gguf.get_uint(arch + key.gguf);
-  }
+  };
+  for (const GgufKey& key : {GgufKey{"block_count", "num_hidden_layers", true},
+                             GgufKey{"embedding_length", "hidden_size", true},
+                             GgufKey{"feed_forward_length", "intermediate_size", true},
+                             GgufKey{"attention.head_count", "num_attention_heads", true},
+                             GgufKey{"attention.head_count_kv", "num_key_value_heads", false},
+                             GgufKey{"attention.key_length", "head_dim", false},
+                             GgufKey{"context_length", "max_position_embeddings", true}})
+    read(key);
   names["rms_norm_eps"] = arch + "attention.layer_norm_rms_epsilon";
   config["rms_norm_eps"] = gguf.get_float(arch + "attention.layer_norm_rms_epsilon");
   names["rope_theta"] = arch + "rope.freq_base";
@@ -127,11 +152,10 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
   if (family.experts) {
     // llama.cpp renormalises the chosen experts' weights for both families (Qwen3-MoE's
     // norm_topk_prob), and gives Qwen3-MoE's experts a size of their own.
-    for (const Key& key : {Key{"expert_count", "num_local_experts", true}, Key{"expert_used_count", "num_experts_per_tok", true},
-                           Key{"expert_feed_forward_length", "moe_intermediate_size", false}}) {
-      names[key.hf] = arch + key.gguf;
-      if (key.required || gguf.has(arch + key.gguf)) config[key.hf] = gguf.get_uint(arch + key.gguf);
-    }
+    for (const GgufKey& key : {GgufKey{"expert_count", "num_local_experts", true},
+                               GgufKey{"expert_used_count", "num_experts_per_tok", true},
+                               GgufKey{"expert_feed_forward_length", "moe_intermediate_size", false}})
+      read(key);
     config["norm_topk_prob"] = true;
   }
 
@@ -144,6 +168,8 @@ ModelConfig gguf_model_config(const GgufFile& gguf) {
     names[id] = std::string("tokenizer.ggml.") + id;
     if (gguf.has(names[id])) config[id] = gguf.get_uint(names[id]);
   }
+  for (const GgufKey& key : family.gguf_keys) read(key);
+  if (family.gguf_conventions) family.gguf_conventions(config);
   const ModelConfig c = model_config_from_json(config, "GGUF", names);
   if (gguf.has(arch + "attention.value_length") && gguf.get_uint(arch + "attention.value_length") != c.head_dim)
     throw Error("GGUF: value heads of another size than key heads are not supported");
@@ -161,6 +187,7 @@ TensorStore gguf_tensor_store(std::shared_ptr<MappedFile> file, const GgufFile& 
   };
   std::map<std::string, std::string> gguf_names;  // transformers' name -> the file's
   TensorStore store;
+  store.set_file_naming([&family](const std::string& name) { return gguf_tensor_name(name, family); });
   for (const GgufTensorInfo& tensor : gguf.tensors) {
     const std::byte* data = file->data() + gguf.data_offset + tensor.offset;
     std::string prefix, suffix;

@@ -26,7 +26,8 @@ using nlohmann::json;
 
 std::shared_ptr<const Model> pack(const TensorStore& store, const ModelConfig& config, bool from_gguf,
                                   const LoadOptions& options) {
-  const QkLayout layout = from_gguf ? find_architecture(config.architecture_name)->gguf_qk_layout : QkLayout::Transformers;
+  const StoredLayout layout = from_gguf ? StoredLayout{find_architecture(config.architecture_name)->gguf_qk_layout, true}
+                                        : StoredLayout{};
   const ModelPart part = options.stages > 1 || !options.split.empty()
                              ? stage_parts(store, config, options.stages, options.split).at(options.stage)
                              : ModelPart{};

@@ -19,7 +19,7 @@ size_t Model::parameter_count() const {
                            (c.qkv_bias ? q_width + 2 * kv_width : 0) + (c.qk_norm ? 2 * c.head_dim : 0);
   size_t layers = 0;
   for (size_t l = 0; l < c.layers; ++l)
-    layers += 2 * c.hidden_size + attention +
+    layers += (c.post_norms ? 4 : 2) * c.hidden_size + attention +
               (c.sparse(l) ? c.experts * c.hidden_size * (1 + 3 * c.expert_intermediate_size)
                            : 3 * c.hidden_size * c.intermediate_size);
   return c.vocab_size * c.hidden_size * (c.tied_embeddings ? 1 : 2) + layers + c.hidden_size;

@@ -40,8 +40,13 @@ void TensorStore::add(const std::string& name, TensorView tensor, const std::str
 
 const TensorView& TensorStore::get(const std::string& name) const {
   const auto found = tensors_.find(name);
-  if (found == tensors_.end()) throw Error("the checkpoint has no tensor '" + name + "'");
+  if (found == tensors_.end()) throw Error("the checkpoint has no tensor " + describe(name));
   return found->second;
+}
+
+std::string TensorStore::describe(const std::string& name) const {
+  const std::string in_file = file_naming_ ? file_naming_(name) : name;
+  return in_file == name || in_file.empty() ? "'" + name + "'" : "'" + in_file + "' (transformers' " + name + ")";
 }
 
 std::vector<std::pair<std::string, TensorView>> parse_safetensors(std::span<const std::byte> bytes,

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -27,12 +28,18 @@ class TensorStore {
   bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
   // Throws ditto::Error naming the tensor when it is missing.
   const TensorView& get(const std::string& name) const;
+  // How the file names the tensor transformers names `name` (GGUF: llama.cpp's names), for
+  // messages; unset, the file uses transformers' names.
+  void set_file_naming(std::function<std::string(const std::string&)> naming) { file_naming_ = std::move(naming); }
+  // "'blk.0.attn_q.weight' (transformers' model.layers.0.self_attn.q_proj.weight)", or "'name'".
+  std::string describe(const std::string& name) const;
   size_t size() const { return tensors_.size(); }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
 
  private:
   std::vector<std::shared_ptr<MappedFile>> files_;
   std::map<std::string, TensorView> tensors_;
+  std::function<std::string(const std::string&)> file_naming_;
 };
 
 // The tensors of a safetensors file held in `bytes`, pointing into them. Validates the header:

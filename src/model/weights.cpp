@@ -22,8 +22,9 @@ std::string shape_text(const std::vector<size_t>& shape) {
 // checked, and its memory known, before anything is allocated.
 class Packer {
  public:
-  Packer(const TensorStore& store, bool dry_run, Numerics numerics)
-      : store_(store), dry_run_(dry_run), numerics_(numerics) {}
+  // `norms_add_one`: the store holds w of norms that act as 1 + w.
+  Packer(const TensorStore& store, bool dry_run, Numerics numerics, bool norms_add_one)
+      : store_(store), dry_run_(dry_run), norms_add_one_(norms_add_one), numerics_(numerics) {}
 
   // A rows x cols matrix; with source_rows, output n is row source_rows[n] of a tensor of
   // stored_rows rows (a part of a fused matrix, or q/k rows in another order).
@@ -38,12 +39,20 @@ class Packer {
   std::vector<float> vector(const std::string& name, size_t length, std::span<const size_t> source_rows = {}) {
     const TensorView& tensor = checked(name, {length});
     if (is_quantized(tensor.dtype))
-      throw Error("tensor '" + name + "' is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
+      throw Error("tensor " + store_.describe(name) + " is " + dtype_name(tensor.dtype) + "; a vector must be f32, f16 or bf16");
     add(checked_mul(length, sizeof(float), "a vector"));
     if (dry_run_) return {};
     std::vector<float> values(length);
     for (size_t i = 0; i < length; ++i) values[i] = load_as_f32(tensor.data, tensor.dtype, source_rows.empty() ? i : source_rows[i]);
     return values;
+  }
+
+  // An RMSNorm's weights as the norm applies them: 1 + w computed in f32, as Gemma3RMSNorm does.
+  std::vector<float> norm(const std::string& name, size_t length) {
+    std::vector<float> weights = vector(name, length);
+    if (norms_add_one_)
+      for (float& w : weights) w = 1.0f + w;
+    return weights;
   }
 
   size_t bytes() const { return bytes_; }
@@ -55,14 +64,14 @@ class Packer {
     const TensorView& tensor = store_.get(name);
     read_.insert(name);
     if (tensor.shape != shape)
-      throw Error("tensor '" + name + "' has shape " + shape_text(tensor.shape) + " but the config implies " +
-                  shape_text(shape));
+      throw Error("tensor " + store_.describe(name) + " has shape " + shape_text(tensor.shape) +
+                  " but the config implies " + shape_text(shape));
     return tensor;
   }
   void add(size_t bytes) { bytes_ = checked_add(bytes_, bytes, "the packed weights' size"); }
 
   const TensorStore& store_;
-  bool dry_run_;
+  bool dry_run_, norms_add_one_;
   Numerics numerics_;
   size_t bytes_ = 0;
   std::set<std::string> read_;
@@ -108,7 +117,7 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
   for (size_t i = part.first_layer; i < part.end_layer; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     LayerWeights layer;
-    layer.attention_norm = take.vector(prefix + "input_layernorm.weight", c.hidden_size);
+    layer.attention_norm = take.norm(prefix + "input_layernorm.weight", c.hidden_size);
     if (family.fused_projections) {
       const std::string qkv = prefix + "self_attn.qkv_proj.weight";
       const size_t fused = q_width + 2 * kv_width;
@@ -127,10 +136,17 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
     }
     layer.o = take.matrix(prefix + "self_attn.o_proj.weight", c.hidden_size, q_width);
     if (c.qk_norm) {
-      layer.q_norm = take.vector(prefix + "self_attn.q_norm.weight", c.head_dim);
-      layer.k_norm = take.vector(prefix + "self_attn.k_norm.weight", c.head_dim);
+      layer.q_norm = take.norm(prefix + "self_attn.q_norm.weight", c.head_dim);
+      layer.k_norm = take.norm(prefix + "self_attn.k_norm.weight", c.head_dim);
     }
-    layer.mlp_norm = take.vector(prefix + "post_attention_layernorm.weight", c.hidden_size);
+    // post_attention_layernorm is the MLP's input norm in Llama, the attention output's in Gemma.
+    if (c.post_norms) {
+      layer.post_attention_norm = take.norm(prefix + "post_attention_layernorm.weight", c.hidden_size);
+      layer.mlp_norm = take.norm(prefix + "pre_feedforward_layernorm.weight", c.hidden_size);
+      layer.post_mlp_norm = take.norm(prefix + "post_feedforward_layernorm.weight", c.hidden_size);
+    } else {
+      layer.mlp_norm = take.norm(prefix + "post_attention_layernorm.weight", c.hidden_size);
+    }
     if (c.sparse(i)) {
       const ExpertNames& names = *family.experts;
       layer.router = take.matrix(prefix + std::string(names.router), c.experts, c.hidden_size);
@@ -155,7 +171,7 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
   }
   if (take.has("rope_freqs.weight")) weights->rope_divisors = take.vector("rope_freqs.weight", c.head_dim / 2);
   if (!part.head) return weights;
-  weights->final_norm = take.vector("model.norm.weight", c.hidden_size);
+  weights->final_norm = take.norm("model.norm.weight", c.hidden_size);
   if (!c.tied_embeddings) weights->output = take.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
   return weights;
 }
@@ -173,13 +189,13 @@ Numerics default_numerics(const TensorStore& store) {
 }
 
 size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part, Numerics numerics) {
-  Packer check(store, /*dry_run=*/true, numerics);
+  Packer check(store, /*dry_run=*/true, numerics, /*norms_add_one=*/false);
   take_weights(check, config, QkLayout::Transformers, part);
   return check.bytes();
 }
 
 std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config) {
-  Packer check(store, /*dry_run=*/true, Numerics::Exact);
+  Packer check(store, /*dry_run=*/true, Numerics::Exact, /*norms_add_one=*/false);
   take_weights(check, config, QkLayout::Transformers, ModelPart{});
   std::vector<std::string> unread;
   for (const auto& [name, tensor] : store.tensors())
@@ -187,12 +203,12 @@ std::vector<std::string> unread_tensors(const TensorStore& store, const ModelCon
   return unread;
 }
 
-std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, QkLayout qk_layout,
+std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config, StoredLayout layout,
                                               const ModelPart& part, std::optional<Numerics> numerics) {
   const Numerics chosen = numerics.value_or(default_numerics(store));
   require_memory(check_hf_weights(store, config, part, chosen), "packing the model's weights");
-  Packer pack(store, /*dry_run=*/false, chosen);
-  auto weights = take_weights(pack, config, qk_layout, part);
+  Packer pack(store, /*dry_run=*/false, chosen, config.norm_adds_one && !layout.norms_hold_one_plus_w);
+  auto weights = take_weights(pack, config, layout.qk, part);
   weights->numerics = has_quantized_tensors(store) ? chosen : Numerics::Exact;
   return weights;
 }

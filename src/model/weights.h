@@ -21,7 +21,9 @@ struct LayerWeights {
   PackedMatrix q, k, v, o;            // q: heads*head_dim x hidden, ..., o: hidden x heads*head_dim
   std::vector<float> q_bias, k_bias, v_bias;  // as wide as q, k, v; empty unless config.qkv_bias
   std::vector<float> q_norm, k_norm;  // head_dim each; empty unless config.qk_norm
+  std::vector<float> post_attention_norm;  // hidden; empty unless config.post_norms
   std::vector<float> mlp_norm;        // hidden
+  std::vector<float> post_mlp_norm;   // hidden; empty unless config.post_norms
   PackedMatrix gate, up, down;        // gate, up: intermediate x hidden; down: hidden x intermediate (dense layers)
   PackedMatrix router;                // experts x hidden (sparse layers, config.sparse(l))
   std::vector<ExpertWeights> experts;
@@ -61,16 +63,25 @@ Numerics default_numerics(const TensorStore& store);
 size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {},
                         Numerics numerics = Numerics::Exact);
 
+// How a file holds the decoder's tensors where it differs from transformers' modules (GGUF).
+struct StoredLayout {
+  QkLayout qk = QkLayout::Transformers;
+  // With config.norm_adds_one: the norm weights hold 1 + w already, as llama.cpp's converter
+  // writes them (convert_hf_to_gguf.py, for Gemma), rather than w.
+  bool norms_hold_one_plus_w = false;
+};
+
 // The store's tensors that the decoder `config` describes does not read (a GGUF file may hold
 // none: each would be something of the model left out of the computation).
 std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config);
 
 // Takes the decoder's tensors from a Hugging Face checkpoint (names as transformers saves
 // them), checks every shape against the config and the memory they take against the machine's
-// before packing any, and packs them, q and k rows in transformers' order whatever `qk_layout`
-// the store holds, the quantised ones for `numerics` (default: default_numerics(store)).
+// before packing any, and packs them, q and k rows in transformers' order and norm weights as
+// they act (1 + w where config.norm_adds_one) whatever `layout` the store holds, the quantised
+// ones for `numerics` (default: default_numerics(store)).
 std::unique_ptr<ModelWeights> pack_hf_weights(const TensorStore& store, const ModelConfig& config,
-                                              QkLayout qk_layout = QkLayout::Transformers, const ModelPart& part = {},
+                                              StoredLayout layout = {}, const ModelPart& part = {},
                                               std::optional<Numerics> numerics = std::nullopt);
 
 }  // namespace ditto

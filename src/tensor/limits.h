@@ -43,6 +43,13 @@ inline constexpr double kMaxRopeTheta = std::numeric_limits<float>::max();
 inline constexpr double kMinRopeFactor = 1.0 / (1 << 24);
 inline constexpr double kMaxRopeFactor = double(1 << 24);
 inline constexpr Range kExperts{1, 1 << 16};                 // num_local_experts / num_experts, num_experts_per_tok
+// Gemma's query_pre_attn_scalar (scores are scaled by its inverse square root): real ones are
+// 128 to 256.
+inline constexpr double kMinQueryPreAttnScalar = 1.0;
+inline constexpr double kMaxQueryPreAttnScalar = double(int64_t(1) << 24);
+// A logit softcap (tanh(z / cap) * cap): positive; real ones are 30.
+inline constexpr double kMinSoftcap = std::numeric_limits<float>::min();
+inline constexpr double kMaxSoftcap = std::numeric_limits<float>::max();
 inline constexpr uint64_t kMaxTensorElements = uint64_t(1) << 48;        // one tensor of a GGUF or safetensors file
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;      // as the safetensors format says
 inline constexpr Range kThreads{1, 1024};                                // -t

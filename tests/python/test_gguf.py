@@ -18,13 +18,13 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import ditto
+from ditto_testing.gguf_checks import assert_invariant, assert_matches_transformers
 from ditto_testing.gguf_models import write_llama_gguf
 from ditto_testing.models import CHATS, TEXTS, smollm2_gguf
 
-# As in the oracle tests of random checkpoints: fp32 summation-order noise, relative to the
-# largest logit. Measured here: at most 7.1e-6 x max|logit| (2.4e-4 on max|logit| ~ 34-41, 30 layers);
-# a wrong dequantisation of one nibble order or the q/k permutation gives errors of order 1.
-FP32_RELATIVE_TOLERANCE = 1e-4
+# The fp32 tolerance (gguf_checks.FP32_RELATIVE_TOLERANCE), measured here: at most 7.1e-6 x
+# max|logit| (2.4e-4 on max|logit| ~ 34-41, 30 layers); a wrong dequantisation of one nibble
+# order or the q/k permutation gives errors of order 1.
 GREEDY_TOKENS = 32
 
 
@@ -65,18 +65,6 @@ def any_numerics_model(request, gguf_path):
     return model
 
 
-def reference_greedy(reference, prompt, count):
-    """All-position logits of the prompt and the greedy continuation, with transformers' KV cache."""
-    with torch.no_grad():
-        out = reference(torch.tensor([prompt]), use_cache=True)
-        logits = out.logits[0].numpy()
-        tokens = []
-        for _ in range(count):
-            tokens.append(int(out.logits[0, -1].argmax()))
-            out = reference(torch.tensor([[tokens[-1]]]), cache=out.cache, use_cache=True)
-    return logits, tokens
-
-
 def test_config_from_metadata(model):
     assert model.vocab_size == 49152
     assert model.eos_token_id == 2
@@ -86,34 +74,12 @@ def test_config_from_metadata(model):
 def test_logits_and_greedy_match_transformers(model, reference, prompts):
     assert len(prompts) >= 8
     for prompt in prompts:
-        expected_logits, expected_tokens = reference_greedy(reference, prompt, GREEDY_TOKENS)
-        session = ditto.Session(model, capacity=len(prompt) + GREEDY_TOKENS, threads=2)
-        logits = session.prefill(prompt, all_logits=True)
-        tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
-        diff = float(np.abs(logits - expected_logits).max())
-        assert diff <= tolerance, f"prompt of {len(prompt)} tokens: max |logit diff| {diff} > {tolerance}"
-        tokens = []
-        last = logits[-1]
-        for _ in range(GREEDY_TOKENS):
-            tokens.append(int(np.argmax(last)))
-            last = session.decode(tokens[-1])
-        assert tokens == expected_tokens, f"prompt {prompt}"
+        assert_matches_transformers(model, reference, prompt, GREEDY_TOKENS)
 
 
 def test_quantised_model_is_invariant_to_chunks_threads_and_decode(any_numerics_model, prompts):
-    model = any_numerics_model
-    prompt = prompts[0]
-    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
-    for chunk in (1, 2, 3, 7, 16, 17, 31):
-        for threads in (1, 2, 3):
-            session = ditto.Session(model, capacity=len(prompt), threads=threads)
-            if chunk == 1:
-                rows = [session.decode(token) for token in prompt]
-            else:
-                rows = [session.prefill(prompt[at:at + chunk], all_logits=True)
-                        for at in range(0, len(prompt), chunk)]
-            logits = np.vstack(rows)
-            assert logits.tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+    assert_invariant(any_numerics_model, prompts[0],
+                     [(chunk, threads) for chunk in (1, 2, 3, 7, 16, 17, 31) for threads in (1, 2, 3)])
 
 
 def test_tokenizer_from_gguf_metadata_matches_llama_cpp(gguf_path):
@@ -158,31 +124,13 @@ def test_tiny_quantised_models_match_transformers(tiny_gguf):
     rng = np.random.default_rng(3)
     for length in TINY_PROMPT_LENGTHS:
         prompt = [int(t) for t in rng.integers(0, model.vocab_size, size=length)]
-        expected_logits, expected_tokens = reference_greedy(reference, prompt, TINY_GREEDY_TOKENS)
-        session = ditto.Session(model, capacity=length + TINY_GREEDY_TOKENS, threads=2)
-        logits = session.prefill(prompt, all_logits=True)
-        tolerance = FP32_RELATIVE_TOLERANCE * max(1.0, float(np.abs(expected_logits).max()))
-        diff = float(np.abs(logits - expected_logits).max())
-        assert diff <= tolerance, f"prompt of {length} tokens: max |logit diff| {diff} > {tolerance}"
-        tokens = []
-        last = logits[-1]
-        for _ in range(TINY_GREEDY_TOKENS):
-            tokens.append(int(np.argmax(last)))
-            last = session.decode(tokens[-1])
-        assert tokens == expected_tokens, f"prompt of {length} tokens"
+        assert_matches_transformers(model, reference, prompt, TINY_GREEDY_TOKENS)
 
 
 def test_tiny_quantised_models_are_invariant_to_chunks_and_threads(tiny_gguf):
     model, _ = tiny_gguf
     prompt = [int(t) for t in np.random.default_rng(4).integers(0, model.vocab_size, size=70)]
-    expected = ditto.Session(model, capacity=len(prompt), threads=1).prefill(prompt, all_logits=True)
-    for chunk, threads in ((1, 2), (16, 3), (17, 1), (64, 2)):
-        session = ditto.Session(model, capacity=len(prompt), threads=threads)
-        if chunk == 1:
-            rows = [session.decode(token) for token in prompt]
-        else:
-            rows = [session.prefill(prompt[at:at + chunk], all_logits=True) for at in range(0, len(prompt), chunk)]
-        assert np.vstack(rows).tobytes() == expected.tobytes(), f"chunk {chunk}, threads {threads}"
+    assert_invariant(model, prompt, ((1, 2), (16, 3), (17, 1), (64, 2)))
 
 
 def test_inspect_names_the_quantisation_types(tmp_path):

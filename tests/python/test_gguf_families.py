@@ -88,7 +88,8 @@ def moe_checkpoint(tmp_path_factory):
     # More experts than the router and the stacked tensors hold.
     (dict(expert_count=5), "tensor 'model.layers.0.mlp.gate.weight' has shape [4, 128] but the config implies [5, 128]"),
     (dict(drop={"blk.1.ffn_down_exps.weight"}), "has no tensor 'model.layers.1.mlp.experts.0.down_proj.weight'"),
-    (dict(drop={"blk.0.attn_k_norm.weight"}), "has no tensor 'model.layers.0.self_attn.k_norm.weight'"),
+    (dict(drop={"blk.0.attn_k_norm.weight"}),
+     "has no tensor 'blk.0.attn_k_norm.weight' (transformers' model.layers.0.self_attn.k_norm.weight)"),
 ])
 def test_bad_moe_files_are_refused_by_name(moe_checkpoint, tmp_path, change, message):
     path = tmp_path / "bad.gguf"

@@ -24,7 +24,7 @@ from transformers import AutoTokenizer
 
 import ditto
 from ditto_testing import text_corpus, tokenizer_files
-from ditto_testing.models import gemma3_gguf
+from ditto_testing.models import LONG_TEXT, TEXTS, gemma3_gguf
 
 LINES = text_corpus.lines(3000, seed=6)
 
@@ -103,7 +103,8 @@ def test_gemma_agrees_with_transformers(gemma, gemma_reference):
     # "▁" spans the cut: Gemma has one, ">▁</".
     assert gemma.token_to_id(">\u2581</") is not None
     near = ["<b> </b>", "a> </b> </", "x >  </y", "> </> </", "p>\u00a0</p> </ </>"]
-    check_transformers_agrees(gemma, gemma_reference, LINES + near)
+    # And the texts test_gemma3.py gives the model, encoded there by ditto.
+    check_transformers_agrees(gemma, gemma_reference, LINES + near + TEXTS + [LONG_TEXT])
 
 
 def test_gemma_agrees_with_transformers_on_random_spaced_markup(gemma, gemma_reference):

@@ -70,6 +70,18 @@ CONFIGS = {
     "llama-gqa4-hd64-h136-f16-tied": dict(
         arch="llama", vocab_size=500, hidden_size=136, intermediate_size=136, heads=8, kv_heads=2,
         head_dim=64, dtype="float16", tied=True, rope_theta=1e5),
+    # Gemma 3: local layers with a sliding window shorter than the longer prompts (13, 50) and
+    # their own RoPE base, between global ones (every 2nd, every 3rd layer); query_pre_attn_scalar
+    # other than head_dim; GELU-tanh; the final softcap in one (270M has none).
+    "gemma3-gqa2-hd64-h72-f32-tied-w13": dict(
+        arch="gemma3_text", hidden_size=72, intermediate_size=136, layers=4, heads=4, kv_heads=2, head_dim=64,
+        dtype="float32", tied=True, rope_theta=1e6,
+        family=dict(sliding_window=13, sliding_window_pattern=2, rope_local_base_freq=1e4, query_pre_attn_scalar=48)),
+    "gemma3-mqa-hd128-h136-bf16-w50-softcap": dict(
+        arch="gemma3_text", vocab_size=500, hidden_size=136, intermediate_size=200, layers=3, heads=4, kv_heads=1,
+        head_dim=128, dtype="bfloat16", rope_theta=5e5,
+        family=dict(sliding_window=50, sliding_window_pattern=3, rope_local_base_freq=2e4, query_pre_attn_scalar=256,
+                    final_logit_softcapping=8.0)),
 }
 
 # The other families, each with what sets it apart: Qwen2's q/k/v biases and its window on the
@@ -326,6 +338,42 @@ def test_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
     ids, actual = assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy", config))
     reference = reference_logits(ck.reference, ids)
     assert_logits_close(actual, reference, fp32_tolerance(reference), "legacy config layout")
+
+
+def test_gemma3_legacy_config_layout_gives_the_same_logits(checkpoint, tmp_path):
+    """Gemma 3 as transformers 4 wrote it (and as google/gemma-3-270m ships it): rope_theta and
+    rope_local_base_freq at the top level, "rope_scaling": null; and the sliding layers given by
+    sliding_window_pattern alone, without layer_types."""
+    ck = checkpoint("gemma3-mqa-hd128-h136-bf16-w50-softcap")
+    config = json.loads(Path(ck.path, "config.json").read_text())
+    rope = config.pop("rope_parameters")
+    assert rope == {"full_attention": {"rope_type": "default", "rope_theta": 5e5},
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 2e4}}, rope
+    assert config.pop("layer_types") == ["sliding_attention", "sliding_attention", "full_attention"]
+    config.update(rope_theta=5e5, rope_local_base_freq=2e4, rope_scaling=None)
+    assert_same_bits_as(ck, with_config(ck, tmp_path / "legacy-gemma3", config))
+
+
+@pytest.mark.parametrize("fields, error", [
+    # Gemma 3 4B and larger scale their global layers' RoPE linearly.
+    ({"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}, r"rope.*\blinear\b"),
+    ({"rope_theta": 1e6, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}, r"rope.*\blinear\b"),
+    ({"attn_logit_softcapping": 50.0}, "attn_logit_softcapping"),
+    ({"hidden_activation": "gelu"}, "hidden_activation 'gelu'"),
+    ({"use_bidirectional_attention": True}, "bidirectional"),
+    ({"layer_types": ["sliding_attention", "full_attention"]}, "one type for each of the 4 layers"),
+    ({"sliding_window": 0}, r"sliding_window is 0, outside the accepted range 1\.\."),
+    ({"query_pre_attn_scalar": -1}, "query_pre_attn_scalar is -1"),
+])
+def test_gemma3_configs_ditto_does_not_run_are_refused(checkpoint, tmp_path, fields, error):
+    ck = checkpoint("gemma3-gqa2-hd64-h72-f32-tied-w13")
+    config = json.loads(Path(ck.path, "config.json").read_text())
+    if "rope_scaling" in fields:
+        del config["rope_parameters"]
+    config.update(fields)
+    with pytest.raises(ditto.Error, match=error):
+        ditto.Model.load(with_config(ck, tmp_path / "changed", config))
 
 
 # ---------------------------------------------------------------------------------------------

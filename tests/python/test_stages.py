@@ -1,6 +1,6 @@
 """Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`), on this machine's loopback: the
 logits of every position and the greedy ids equal one process's, for Qwen3 and Llama, whole and
-chunked prefill, several sequences in flight, shared prefixes; `verify --stages 1,2,3` passes and
+chunked prefill (and Gemma 3's layer kinds, tied head and softcap split across stages), several sequences in flight, shared prefixes; `verify --stages 1,2,3` passes and
 catches a planted fault; a killed or frozen stage ends the run with an error within seconds, a
 server answering 503; and two replicas of `ditto serve` give the same answers."""
 import json
@@ -92,6 +92,20 @@ def test_the_default_split_balances_the_weight_bytes(model_dir):
         assert result.returncode == 0, result.stderr
         for stage, part in enumerate(parts, 1):
             assert f"ditto: stage {stage} of {stages}: {part}\n" in result.stderr
+
+
+def test_gemma3_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
+    # Windows of 13 (shorter than the prompts) with their own RoPE base in every second layer: a
+    # stage's layers keep their global kind and base; the first stage scales the embedding, the last
+    # applies the tied output and the softcap.
+    model = str(tmp_path / "gemma3")
+    make_checkpoint(model, "gemma3_text", vocab_size=512, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, tied=True, seed=5, rope_theta=1e6,
+                    family=dict(sliding_window=13, sliding_window_pattern=2, rope_local_base_freq=1e4,
+                                query_pre_attn_scalar=24, final_logit_softcapping=8.0))
+    one = generate(model, prompt_file, 1, "--hash")
+    for stages, split in ((2, "3,2"), (3, "1,3,1")):  # later stages begin at odd layers
+        assert generate(model, prompt_file, stages, "--hash", "--split", split) == one, f"{stages} stages"
 
 
 @pytest.mark.parametrize("command,message", [

@@ -79,6 +79,19 @@ void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float
 // out[i] = silu(gate[i]) * up[i] with silu(g) = g / (1 + exp(-g)).
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
 
+// The tanh approximation of GELU, as torch computes gelu(g, approximate="tanh") (transformers'
+// gelu_pytorch_tanh): (0.5 * g) * (1 + tanh_f32(kBeta * (g + kKappa * ((g * g) * g)))), each
+// operation rounded to f32, with kBeta = sqrt(2 / pi) and kKappa = 0.044715 as f32.
+inline constexpr float kGeluBeta = float(1.41421356237309504880 * 1.12837916709551257390 * 0.5);
+inline constexpr float kGeluKappa = 0.044715f;
+float gelu_tanh(float g);
+
+// out[i] = gelu_tanh(gate[i]) * up[i].
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out);
+
+// x[i] = tanh_f32(x[i] / cap) * cap, in place: the logit softcapping of Gemma's configs.
+void softcap(float* x, size_t n, float cap);
+
 // One layer of the paged KV cache, at the cache's own precision: the one definition of its
 // layout. Positions live in blocks of `block_size`; element (block b, kv head h, slot s,
 // dimension d) of the keys lies at k + (((b * kv_heads + h) * block_size + s) * head_dim + d)

@@ -57,6 +57,25 @@ float exp_f32(float x) {
   return (p * pow2_f32(half)) * pow2_f32(ni - half);
 }
 
+float tanh_f32(float x) {
+  // On |x|, then the sign of x (so tanh(-0) = -0).
+  const float a = std::fabs(x);
+  float t;
+  if (a < 0.625f) {
+    const float s = a * a;
+    float p = -5.70498872745e-3f;
+    p = std::fma(p, s, 2.06390887954e-2f);
+    p = std::fma(p, s, -5.37397155531e-2f);
+    p = std::fma(p, s, 1.33314422036e-1f);
+    p = std::fma(p, s, -3.33332819422e-1f);
+    t = std::fma(p * s, a, a);
+  } else {
+    // exp_f32 overflows to +inf beyond |x| ~ 44, where the result rounds to 1 anyway.
+    t = 1.0f - 2.0f / (exp_f32(a + a) + 1.0f);
+  }
+  return std::copysign(t, x);
+}
+
 double exp_f64(double x) {
   if (x != x) return x;
   if (x > 709.782712893384) return std::numeric_limits<double>::infinity();

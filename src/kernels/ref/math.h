@@ -9,6 +9,11 @@ namespace ditto::ref {
 // exact steps. Within 2 ulp of the true value; 0 below -104, +inf above ln(FLT_MAX).
 float exp_f32(float x);
 
+// tanh(x) in f32, as Cephes' tanhf, on a = |x| with the sign of x put back: for a < 0.625 the
+// odd polynomial fma(P(s) * s, a, a), s = a * a, P of degree 4 by Horner with fma; otherwise
+// 1 - 2 / (exp_f32(a + a) + 1). Within 1 ulp of the true value.
+float tanh_f32(float x);
+
 // Double-precision versions for tables computed once (RoPE frequencies and angles).
 double exp_f64(double x);
 double log_f64(double x);  // x > 0

@@ -1,4 +1,4 @@
-// SIMD RMSNorm, RoPE and SiLU·mul: the reference formulas, vectorised across elements; the
+// SIMD RMSNorm, RoPE, SiLU·mul, GELU-tanh·mul and softcapping: the reference formulas, vectorised across elements; the
 // tail past the last full vector runs the scalar reference formula.
 #include <cmath>
 
@@ -76,6 +76,27 @@ void SiluMul(const float* gate, const float* up, size_t n, float* out) {
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + ref::exp_f32(-gate[i]))) * up[i];
 }
 
+void GeluTanhMul(const float* gate, const float* up, size_t n, float* out) {
+  const DF d;
+  const VF beta = hn::Set(d, ref::kGeluBeta), kappa = hn::Set(d, ref::kGeluKappa);
+  size_t i = 0;
+  for (; i + kLanesF <= n; i += kLanesF) {
+    const VF g = hn::LoadU(d, gate + i);
+    const VF inner = hn::Mul(beta, hn::Add(g, hn::Mul(kappa, hn::Mul(hn::Mul(g, g), g))));
+    const VF gelu = hn::Mul(hn::Mul(hn::Set(d, 0.5f), g), hn::Add(hn::Set(d, 1.0f), Tanh(d, inner)));
+    hn::StoreU(hn::Mul(gelu, hn::LoadU(d, up + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = ref::gelu_tanh(gate[i]) * up[i];
+}
+
+void Softcap(float* x, size_t n, float cap) {
+  const DF d;
+  const VF c = hn::Set(d, cap);
+  size_t i = 0;
+  for (; i + kLanesF <= n; i += kLanesF) hn::StoreU(hn::Mul(Tanh(d, hn::Div(hn::LoadU(d, x + i), c)), c), d, x + i);
+  for (; i < n; ++i) x[i] = ref::tanh_f32(x[i] / cap) * cap;
+}
+
 #else
 void RmsNorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
   ref::rmsnorm(x, rows, n, weight, eps, out);
@@ -84,6 +105,8 @@ void Rope(float* x, size_t heads, size_t head_dim, const float* cos, const float
   ref::rope(x, heads, head_dim, cos, sin);
 }
 void SiluMul(const float* gate, const float* up, size_t n, float* out) { ref::silu_mul(gate, up, n, out); }
+void GeluTanhMul(const float* gate, const float* up, size_t n, float* out) { ref::gelu_tanh_mul(gate, up, n, out); }
+void Softcap(float* x, size_t n, float cap) { ref::softcap(x, n, cap); }
 #endif  // DITTO_SIMD_HAS_FMA
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
@@ -97,6 +120,8 @@ namespace ditto::kernels {
 HWY_EXPORT(RmsNorm);
 HWY_EXPORT(Rope);
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(GeluTanhMul);
+HWY_EXPORT(Softcap);
 HWY_EXPORT(TargetName);
 
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
@@ -108,6 +133,10 @@ void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
 }
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(GeluTanhMul)(gate, up, n, out);
+}
+void softcap(float* x, size_t n, float cap) { HWY_DYNAMIC_DISPATCH(Softcap)(x, n, cap); }
 std::string target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 }  // namespace ditto::kernels

@@ -109,6 +109,21 @@ HWY_INLINE VF Exp(DF d, VF x) {
   return hn::IfThenElse(hn::IsNaN(x), x, result);
 }
 
+// tanh_f32 of docs/numerics.md, lane by lane: both branches computed, one selected.
+HWY_INLINE VF Tanh(DF d, VF x) {
+  const VF a = hn::Abs(x);
+  const VF s = hn::Mul(a, a);
+  VF p = hn::Set(d, -5.70498872745e-3f);
+  p = hn::MulAdd(p, s, hn::Set(d, 2.06390887954e-2f));
+  p = hn::MulAdd(p, s, hn::Set(d, -5.37397155531e-2f));
+  p = hn::MulAdd(p, s, hn::Set(d, 1.33314422036e-1f));
+  p = hn::MulAdd(p, s, hn::Set(d, -3.33332819422e-1f));
+  const VF small = hn::MulAdd(hn::Mul(p, s), a, a);
+  const VF one = hn::Set(d, 1.0f);
+  const VF large = hn::Sub(one, hn::Div(hn::Set(d, 2.0f), hn::Add(Exp(d, hn::Add(a, a)), one)));
+  return hn::CopySign(hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.625f)), small, large), x);
+}
+
 #endif  // DITTO_SIMD_HAS_FMA
 }  // namespace ditto::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

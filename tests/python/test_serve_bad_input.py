@@ -3,6 +3,7 @@ body, and between them the server keeps giving a correct request exactly its ans
 below HTTP: garbage bytes, a request line too long, a client that never finishes its request, a
 body shorter than announced. No input crashes the server or touches another request."""
 import json
+import re
 import socket
 
 import openai
@@ -127,11 +128,19 @@ def test_the_openai_client_sees_openai_errors(server):
 
 
 def raw(server, data):
-    """Sends raw bytes on a new connection; returns the start of the answer."""
+    """Sends raw bytes on a new connection; returns the answer: its head and the body its
+    Content-Length gives (the server may write them apart), or what came before the close."""
     port = int(server.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
         connection.sendall(data)
-        return connection.recv(65536)
+        answer = b""
+        while True:
+            part = connection.recv(65536)
+            answer += part
+            head, blank, body = answer.partition(b"\r\n\r\n")
+            length = re.search(rb"(?im)^content-length: *(\d+)", head)
+            if not part or (blank and len(body) >= (int(length.group(1)) if length else 0)):
+                return answer
 
 
 def test_abuse_below_http(server):

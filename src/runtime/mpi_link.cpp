@@ -38,19 +38,13 @@ class MpiLink final : public PipelineLink {
   void send(size_t to, int tag, std::vector<uint64_t> words) override {
     Send& s = sends_.emplace_back();
     s.words = std::move(words);
-    s.to = to;
-    check(MPI_Isend(s.words.data(), count(s.words.size()), MPI_UINT64_T, int(to), tag, MPI_COMM_WORLD, &s.request),
-          "sending to stage " + std::to_string(to));
-    reap();
+    start_send(s, to, tag, s.words.data(), s.words.size(), MPI_UINT64_T);
   }
 
   void send(size_t to, int tag, std::vector<float> floats) override {
     Send& s = sends_.emplace_back();
     s.floats = std::move(floats);
-    s.to = to;
-    check(MPI_Isend(s.floats.data(), count(s.floats.size()), MPI_FLOAT, int(to), tag, MPI_COMM_WORLD, &s.request),
-          "sending to stage " + std::to_string(to));
-    reap();
+    start_send(s, to, tag, s.floats.data(), s.floats.size(), MPI_FLOAT);
   }
 
   void receive(size_t from, int tag, float* into, size_t floats) override {
@@ -121,6 +115,14 @@ class MpiLink final : public PipelineLink {
   }
 
   // Drops the sends that are complete, oldest first.
+  // Starts sending the buffer that `s` holds (it stays alive until the send completes).
+  void start_send(Send& s, size_t to, int tag, const void* data, size_t n, MPI_Datatype type) {
+    s.to = to;
+    check(MPI_Isend(data, count(n), type, int(to), tag, MPI_COMM_WORLD, &s.request),
+          "sending to stage " + std::to_string(to));
+    reap();
+  }
+
   void reap() {
     while (!sends_.empty()) {
       int done = 0;

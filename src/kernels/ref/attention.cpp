@@ -56,13 +56,7 @@ void attention(const float* q, std::span<const AttentionRow> rows, const KVLayer
         if (score > max_score) max_score = score;
       }
       // Softmax: exponentials summed in the 16-lane order over the keys seen.
-      float lanes[kLanes] = {};
-      for (size_t i = 0; i < keys; ++i) {
-        probs[i] = exp_f32(probs[i] - max_score);
-        lanes[i % kLanes] = lanes[i % kLanes] + probs[i];
-      }
-      const float total = fold_lanes(lanes);
-      for (size_t i = 0; i < keys; ++i) probs[i] = probs[i] / total;
+      softmax_f32(probs.data(), keys, max_score);
       // Output: one fma chain per dimension over key positions in increasing order.
       float* o = out + t * width + h * head_dim;
       for (size_t d = 0; d < head_dim; ++d) o[d] = 0.0f;

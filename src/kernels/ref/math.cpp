@@ -153,4 +153,14 @@ float fold_lanes(float lanes[kLanes]) {
   return lanes[0];
 }
 
+void softmax_f32(float* x, size_t count, float max) {
+  float lanes[kLanes] = {};
+  for (size_t i = 0; i < count; ++i) {
+    x[i] = exp_f32(x[i] - max);
+    lanes[i % kLanes] = lanes[i % kLanes] + x[i];
+  }
+  const float total = fold_lanes(lanes);
+  for (size_t i = 0; i < count; ++i) x[i] = x[i] / total;
+}
+
 }  // namespace ditto::ref

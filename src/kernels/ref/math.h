@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+
 // Deterministic elementary functions built only from IEEE-exact operations (+ - * /, sqrt,
 // fma, floor), so that every platform and every SIMD port computes the same bits.
 // docs/numerics.md gives the algorithms; a SIMD version must follow them step for step.
@@ -24,5 +26,9 @@ void sincos_f64(double x, double* sin_out, double* cos_out);
 // lane[j] += lane[j + width].
 inline constexpr int kLanes = 16;
 float fold_lanes(float lanes[kLanes]);
+
+// Softmax of x[0..count) in place, given their maximum: exp_f32(x[i] - max) in order of i, their
+// sum in the 16-lane order, each divided by it (attention's and the MoE router's).
+void softmax_f32(float* x, size_t count, float max);
 
 }  // namespace ditto::ref

@@ -9,17 +9,11 @@
 namespace ditto::ref {
 
 void route_top_k(const float* logits, size_t experts, size_t k, bool normalize, uint32_t* chosen, float* weights) {
-  // Softmax over every expert, as attention's: the maximum, exponentials summed in 16 lanes.
+  // Softmax over every expert, as attention's.
   float max_logit = -INFINITY;
   for (size_t e = 0; e < experts; ++e) max_logit = std::max(max_logit, logits[e]);
-  std::vector<float> probs(experts);
-  float lanes[kLanes] = {};
-  for (size_t e = 0; e < experts; ++e) {
-    probs[e] = exp_f32(logits[e] - max_logit);
-    lanes[e % kLanes] = lanes[e % kLanes] + probs[e];
-  }
-  const float total = fold_lanes(lanes);
-  for (size_t e = 0; e < experts; ++e) probs[e] = probs[e] / total;
+  std::vector<float> probs(logits, logits + experts);
+  softmax_f32(probs.data(), experts, max_logit);
 
   // The k most probable, in decreasing order; a tie goes to the lower index.
   std::vector<uint32_t> ranked(experts);

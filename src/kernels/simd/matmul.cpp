@@ -27,6 +27,9 @@ constexpr size_t kVectorsPerPanel = kPanelRows / kLanesF;
 // Register tile: rows x panels accumulators (24 of 32 zmm on AVX-512, 12 of 16 ymm on AVX2).
 constexpr size_t kTileRows = kLanesF == 16 ? 8 : 6;
 constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
+// Decode (one row) runs tiles of this many panels: one fma chain per vector, and with AVX2's 2
+// (one panel) the chains' latency, not the fma units, bounded it; 8 chains cover it.
+constexpr size_t kDecodePanels = kLanesF == 16 ? kTilePanels : 4;
 // Quantised weights up to this many rows (decode, small chunks) are dequantised in registers by
 // every tile; with more, a block is dequantised once and shared by the row tiles (measured:
 // equal at 16 rows, 1.2x faster from 64).
@@ -178,6 +181,7 @@ constexpr std::array<std::array<TileFn, kTileRows>, sizeof...(P)> TilesByPanels(
 
 template <DType kDtype>
 TileFn SelectTile(size_t rows, size_t panels) {
+  if (rows == 1 && panels == kDecodePanels) return TileFor<1, kDecodePanels, kDtype>();
   static constexpr auto kTiles = TilesByPanels<kDtype>(std::make_index_sequence<kTilePanels>());
   return kTiles[panels - 1][rows - 1];
 }
@@ -201,12 +205,14 @@ TileFn SelectTile(DType dtype, size_t rows, size_t panels) {
   return SelectTile<DType::F32>(rows, panels);
 }
 
-// The panels of one thread's work: kTilePanels at a time, the last group maybe fewer.
+// The panels of one thread's work: `size` at a time (kTilePanels, or kDecodePanels for one
+// row), the last group maybe fewer.
+size_t GroupPanels(size_t rows) { return rows == 1 ? kDecodePanels : kTilePanels; }
 struct PanelGroup {
   size_t first_panel, panels, n0, valid_columns;
-  PanelGroup(const MatrixView& w, size_t g)
-      : first_panel(g * kTilePanels),
-        panels(std::min(kTilePanels, w.panels() - first_panel)),
+  PanelGroup(const MatrixView& w, size_t g, size_t size = kTilePanels)
+      : first_panel(g * size),
+        panels(std::min(size, w.panels() - first_panel)),
         n0(first_panel * kPanelRows),
         valid_columns(std::min(panels * kPanelRows, w.rows - n0)) {}
 };
@@ -224,10 +230,10 @@ Prefetch NextGroup(const MatrixView& w, const PanelGroup& group) {
 // weights itself, widening 16-bit ones in registers (free beside the fmas, and half the bytes of
 // a widened copy).
 void DirectGroup(const float* x, size_t rows, const MatrixView& w, float* y, size_t g) {
-  const PanelGroup group(w, g);
-  const PanelSource weights = is_quantized(w.dtype)
-                                  ? PanelSource{w.panel(group.first_panel), w.cols / quant_group_size(w.dtype), 0}
-                                  : PanelSource{w.panel(group.first_panel), w.cols * kPanelRows, kPanelRows};
+  const PanelGroup group(w, g, GroupPanels(rows));
+  // A group of kDecodePanels runs as one tile; fewer panels than that, one panel at a time where
+  // kTilePanels is fewer.
+  const size_t tile_panels = group.panels <= kTilePanels || group.panels == kDecodePanels ? group.panels : 1;
   // Only where a group has several row tiles: with one (decode), prefetching made decode
   // 16% slower, most likely by evicting the group's own lines from L1.
   const Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
@@ -236,8 +242,14 @@ void DirectGroup(const float* x, size_t rows, const MatrixView& w, float* y, siz
     const size_t tile_rows = std::min(kTileRows, rows - m0);
     const Prefetch prefetch{next.start + prefetched * 64, std::min(w.cols, next.lines - prefetched)};
     prefetched += prefetch.lines;
-    SelectTile(w.dtype, tile_rows, group.panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + group.n0,
-                                                w.rows, group.valid_columns, true, prefetch);
+    for (size_t p = 0; p < group.panels; p += tile_panels) {
+      const size_t panel = group.first_panel + p, n0 = panel * kPanelRows;
+      const PanelSource weights = is_quantized(w.dtype)
+                                      ? PanelSource{w.panel(panel), w.cols / quant_group_size(w.dtype), 0}
+                                      : PanelSource{w.panel(panel), w.cols * kPanelRows, kPanelRows};
+      SelectTile(w.dtype, tile_rows, tile_panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + n0, w.rows,
+                                                  std::min(tile_panels * kPanelRows, w.rows - n0), true, prefetch);
+    }
   }
 }
 
@@ -289,7 +301,7 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
 // are one hand-off to the threads (a 16-row chunk of a small model is short enough that a
 // hand-off per matrix costs it; each output is computed as by a call of its own).
 void Matmuls(const float* x, size_t rows, std::span<const kernels::MatmulJob> jobs, int threads) {
-  const auto groups = [](const MatrixView& w) { return (w.panels() + kTilePanels - 1) / kTilePanels; };
+  const auto groups = [rows](const MatrixView& w) { return (w.panels() + GroupPanels(rows) - 1) / GroupPanels(rows); };
   size_t total = 0;
   for (const kernels::MatmulJob& job : jobs) total += groups(job.w);
   parallel_for(threads, total, [&](size_t begin, size_t end) {

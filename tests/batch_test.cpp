@@ -272,9 +272,9 @@ TEST_F(BatchEngineTest, PassesInFlightAreWaitedForInOrderWithTheAloneBits) {
   engine.start(second);
   engine.start(third);
   EXPECT_EQ(engine.in_flight(), 3u);
-  std::vector<float> a_logits = engine.wait();
-  const std::vector<float> b_logits = engine.wait();
-  const std::vector<float> rest = engine.wait();
+  std::vector<float> a_logits = engine.wait().logits;
+  const std::vector<float> b_logits = engine.wait().logits;
+  const std::vector<float> rest = engine.wait().logits;
   a_logits.insert(a_logits.end(), rest.begin(), rest.end());
   expect_alone_bits(a_logits, a_tokens, 0);
   expect_alone_bits(b_logits, b_tokens, 0);

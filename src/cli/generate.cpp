@@ -201,6 +201,7 @@ void generate(const GenerateOptions& o, const std::string& path, const LoadOptio
     request.max_tokens = size_t(o.predict);
     if (!o.ignore_eos) request.stop_tokens = loaded.stop_tokens;
     request.max_length = limit;
+    request.hash_logits = o.hash || o.json;
     request.all_prompt_logits = o.hash;
     request.sampling = o.sampling;
     scheduler.submit(std::move(request));

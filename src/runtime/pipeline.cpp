@@ -240,7 +240,10 @@ size_t StagePass::logit_floats(size_t vocab) const {
 void Pipeline::send_pass(const StagePass& pass, std::vector<float> hidden, float* logits, size_t logit_floats) {
   guarded([&] {
     if (logit_floats) link_->receive(stages() - 1, kLogits, logits, logit_floats);
-    link_->send(1, kOrders, encode(pass));
+    std::vector<uint64_t> order = encode(pass);
+    traffic_.sent += order.size() * sizeof(uint64_t) + hidden.size() * sizeof(float);
+    traffic_.received += logit_floats * sizeof(float);
+    link_->send(1, kOrders, std::move(order));
     link_->send(1, kHidden, std::move(hidden));
   });
 }
@@ -249,8 +252,10 @@ void Pipeline::receive_outputs(size_t result_messages, size_t logit_messages, st
   std::string error;
   guarded([&] {
     for (size_t m = 0; m < result_messages; ++m) {
-      const std::string failed = decode_results(
-          link_->receive_words(stages() - 1, kResults, /*idle=*/false, "the sampled tokens from the last stage"), results);
+      const std::vector<uint64_t> words =
+          link_->receive_words(stages() - 1, kResults, /*idle=*/false, "the sampled tokens from the last stage");
+      traffic_.received += words.size() * sizeof(uint64_t);
+      const std::string failed = decode_results(words, results);
       if (error.empty()) error = failed;
     }
     link_->wait_receives(logit_messages, "the logits from the last stage");

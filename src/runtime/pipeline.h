@@ -102,6 +102,12 @@ class Pipeline {
   // them returning results (appended to `results`), `logit_messages` logits. Throws ditto::Error
   // (after all have come) if a row's sampling failed there.
   void receive_outputs(size_t result_messages, size_t logit_messages, std::vector<RowResult>& results);
+  // The bytes of the head's passes, to stage 1 (orders and hidden states) and back from the
+  // last stage (results and logits), so far.
+  struct Traffic {
+    size_t sent = 0, received = 0;
+  };
+  Traffic traffic() const { return traffic_; }
   // Ends the run cleanly: the head tells every stage, then every process ends MPI.
   void finish();
   // Any thread: every wait in progress or to come fails (a server that stops).
@@ -120,6 +126,7 @@ class Pipeline {
   void guarded(Step step);
 
   std::unique_ptr<PipelineLink> link_;
+  Traffic traffic_;
   std::atomic<bool> failed_{false};
   mutable std::mutex mutex_;
   std::string failure_;  // guarded by mutex_

@@ -1,8 +1,10 @@
 """Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`), on this machine's loopback: the
 logits of every position and the greedy ids equal one process's, for Qwen3 and Llama, whole and
-chunked prefill (and Gemma 3's layer kinds, tied head and softcap split across stages), several sequences in flight, shared prefixes; `verify --stages 1,2,3` passes and
-catches a planted fault; a killed or frozen stage ends the run with an error within seconds, a
-server answering 503; and two replicas of `ditto serve` give the same answers."""
+chunked prefill (and Gemma 3's layer kinds, tied head and softcap split across stages), several
+sequences in flight, shared prefixes; sampled tokens with penalties and logprobs are drawn on the
+last stage as one process draws them, and only they travel back; `verify --stages 1,2,3` passes
+and catches a planted fault; a killed or frozen stage ends the run with an error within seconds,
+a server answering 503; and two replicas of `ditto serve` give the same answers."""
 import json
 import os
 import signal
@@ -77,6 +79,39 @@ def test_stages_give_the_logits_and_ids_of_one_process(model_dir, prompt_file, a
     assert len(one) == 6 and all(len(row["ids"]) == TOKENS for row in one)
     for stages in (2, 3):
         assert generate(model_dir, prompt_file, stages, *args) == one, f"{stages} stages"
+
+
+SAMPLED = ["--temp", "0.9", "--seed", "7", "--top-k", "40", "--top-p", "0.95", "--min-p", "0.01", "--repeat-penalty",
+           "1.3", "--repeat-last-n", "5", "--presence-penalty", "0.5", "--frequency-penalty", "0.3", "--logprobs", "3"]
+
+
+@pytest.mark.parametrize("args,top", [(SAMPLED + ["--hash"], 3), (["--temp", "0", "--repeat-penalty", "1.5",
+                                                                   "--repeat-last-n", "0", "--chunk", "7", "--logprobs",
+                                                                   "0"], 0)],
+                         ids=["sampled-penalised-logprobs", "greedy-penalties-whole-history"])
+def test_the_last_stage_samples_as_one_process(qwen3_dir, prompt_file, args, top):
+    # The last stage draws the tokens: from the seed, the position and the penalties' window of
+    # the history the head sends; the logprobs and the hashes come back with them, not the logits.
+    one = generate(qwen3_dir, prompt_file, 1, *args)
+    assert all(len(row["ids"]) == TOKENS and len(row["logprobs"]) == TOKENS for row in one)
+    assert all(len(token["top"]) == top for row in one for token in row["logprobs"])
+    for stages in (2, 3):
+        assert generate(qwen3_dir, prompt_file, stages, *args) == one, f"{stages} stages"
+
+
+def test_only_tokens_travel_back_from_the_last_stage(qwen3_dir, prompt_file):
+    result = subprocess.run(mpirun(2) + [DITTO, "generate", "-m", qwen3_dir, "--tokens-file", prompt_file, "-n",
+                                         str(TOKENS), "--parallel", "4", "-t", "1", "--ignore-eos", "--stages", "2"],
+                            capture_output=True, text=True, timeout=120, env=MPI_ENV)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stderr.splitlines() if line.startswith("stages: "))
+    words = line.split()
+    sent, back, tokens = int(words[1]), int(words[words.index("back") - 2]), int(words[-3])
+    assert tokens == 6 * TOKENS
+    # A row of logits would be 512 x 4 bytes; a token comes back in 5 words, with at most a word
+    # of its message's header. Every row crosses as its hidden state (64 x 4 bytes) and more.
+    assert back <= tokens * 6 * 8, line
+    assert sent >= tokens * 64 * 4, line
 
 
 def test_a_split_given_by_layer_counts_gives_the_same_bits(model_dir, prompt_file):
@@ -242,7 +277,9 @@ def chat_model(tmp_path_factory):
 
 REQUESTS = [{"prompt": "The sea is", "max_tokens": 12, "temperature": 0},
             {"prompt": [5, 17, 300, 2000, 9], "max_tokens": 10, "temperature": 0.9, "seed": 11, "logprobs": 3},
-            {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.1, "seed": 3, "n": 2}]
+            {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.1, "seed": 3, "n": 2},
+            {"prompt": "The sea is", "max_tokens": 10, "temperature": 0.8, "seed": 5, "frequency_penalty": 0.8,
+             "presence_penalty": 0.4, "repetition_penalty": 1.2, "logit_bias": {"5": 4.0}, "logprobs": 2}]
 
 
 def answers(server, requests):

@@ -1,10 +1,11 @@
 """Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`), on this machine's loopback: the
 logits of every position and the greedy ids equal one process's, for Qwen3 and Llama, whole and
-chunked prefill (and Gemma 3's layer kinds, tied head and softcap split across stages), several
-sequences in flight, shared prefixes; sampled tokens with penalties and logprobs are drawn on the
-last stage as one process draws them, and only they travel back; `verify --stages 1,2,3` passes
-and catches a planted fault; a killed or frozen stage ends the run with an error within seconds,
-a server answering 503; and two replicas of `ditto serve` give the same answers."""
+chunked prefill (and Gemma 3's layer kinds, tied head and softcap, Mistral's windows, a mixture of
+experts split by the experts a row reads), several sequences in flight, shared prefixes; sampled
+tokens with penalties and logprobs are drawn on the last stage as one process draws them, and
+only they travel back; `verify --stages 1,2,3` passes and catches a planted fault; a killed or
+frozen stage ends the run with an error within seconds, a server answering 503; and two replicas
+of `ditto serve` give the same answers."""
 import json
 import os
 import signal
@@ -141,6 +142,32 @@ def test_gemma3_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
     one = generate(model, prompt_file, 1, "--hash")
     for stages, split in ((2, "3,2"), (3, "1,3,1")):  # later stages begin at odd layers
         assert generate(model, prompt_file, stages, "--hash", "--split", split) == one, f"{stages} stages"
+
+
+def test_mistral_windows_through_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
+    # A window of 13, shorter than the prompts: each stage releases the blocks behind it as the head does.
+    model = str(tmp_path / "mistral")
+    make_checkpoint(model, "mistral", vocab_size=512, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, seed=5, family=dict(sliding_window=13))
+    one = generate(model, prompt_file, 1, "--hash", "--chunk", "7")
+    assert generate(model, prompt_file, 2, "--hash", "--chunk", "7") == one
+
+
+def test_a_mixture_of_experts_splits_by_the_experts_a_row_reads_and_gives_the_logits_of_one_process(tmp_path,
+                                                                                                  prompt_file):
+    # 8 experts, 2 per row: a layer holds 1.6 times the bytes of the output projection (2048 x 64)
+    # and a row reads 0.47 times them. Balanced by the bytes held, 2 stages would be 3 + (2 +
+    # head); by the bytes a row reads, 4 + (1 + head).
+    model = str(tmp_path / "mixtral")
+    make_checkpoint(model, "mixtral", vocab_size=2048, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, seed=5, family=dict(num_local_experts=8, num_experts_per_tok=2))
+    one = generate(model, prompt_file, 1, "--hash")
+    command = mpirun(2) + [DITTO, "generate", "-m", model, "--tokens-file", prompt_file, "-n", str(TOKENS),
+                           "--parallel", "4", "-t", "1", "--ignore-eos", "--json", "--hash", "--stages", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=MPI_ENV)
+    assert result.returncode == 0, result.stderr
+    assert "ditto: stage 1 of 2: layers 4..4 + logits\n" in result.stderr, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == one
 
 
 @pytest.mark.parametrize("command,message", [

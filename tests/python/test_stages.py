@@ -4,8 +4,8 @@ chunked prefill (and Gemma 3's layer kinds, tied head and softcap, Mistral's win
 experts split by the experts a row reads), several sequences in flight, shared prefixes; sampled
 tokens with penalties and logprobs are drawn on the last stage as one process draws them, and
 only they travel back; `verify --stages 1,2,3` passes and catches a planted fault; a killed or
-frozen stage ends the run with an error within seconds, a server answering 503; and two replicas
-of `ditto serve` give the same answers."""
+frozen stage ends the run with an error within seconds, a server answering 503; `ditto chat`
+through stages answers as one process; and two replicas of `ditto serve` give the same answers."""
 import json
 import os
 import signal
@@ -340,6 +340,21 @@ def test_serve_with_stages_answers_as_one_process_then_a_killed_stage_gives_503_
     finally:
         if server.process.poll() is None:
             server.process.kill()
+
+
+def test_chat_with_stages_answers_as_one_process(chat_model):
+    # Two turns (the second from the first's cached blocks) and a sampled one; mpirun hands its
+    # input to the first stage.
+    turns = "The sea is\nWhy?\n/reset\nOnce upon a time\n"
+    def chat(launcher, *args):
+        result = subprocess.run(launcher + [DITTO, "chat", "-m", chat_model, "-n", "12", "-t", "1", "--temp", "0.8",
+                                            "--seed", "4", *args], input=turns, capture_output=True, text=True,
+                                timeout=120, env=MPI_ENV)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+    one = chat([])
+    assert len(one.splitlines()) == 3
+    assert chat(mpirun(2), "--stages", "2") == one
 
 
 def test_two_replicas_give_the_same_answers(chat_model):

@@ -17,8 +17,8 @@ namespace {
 
 // Tags: the head's orders (and passes), the hidden state of a pass's rows, the logits back, the
 // results of the rows with an output back.
-constexpr int kOrders = 1, kHidden = 2, kLogits = 3, kResults = 4;
-enum Order : uint64_t { kConfigure = 1, kRelease = 2, kPass = 3, kFinish = 4 };
+constexpr int kOrders = 1, kHidden = 2, kLogits = 3, kResults = 4, kHeartbeatAnswer = 5;
+enum Order : uint64_t { kConfigure = 1, kRelease = 2, kPass = 3, kFinish = 4, kHeartbeat = 5 };
 // What a logit row asks for: the bits of its first word.
 constexpr uint64_t kHasOutput = 1, kWholeRow = 2, kSample = 4, kRowHash = 8, kChainHash = 16;
 
@@ -263,6 +263,13 @@ void Pipeline::receive_outputs(size_t result_messages, size_t logit_messages, st
   if (!error.empty()) throw Error(error);
 }
 
+void Pipeline::heartbeat() {
+  guarded([&] {
+    link_->send(1, kOrders, std::vector<uint64_t>{kHeartbeat});
+    link_->receive_words(stages() - 1, kHeartbeatAnswer, /*idle=*/false, "the answer to a heartbeat from the last stage");
+  });
+}
+
 void Pipeline::finish() {
   if (head()) link_->send(1, kOrders, std::vector<uint64_t>{kFinish});
   link_->wait_sends("the end of the run");
@@ -294,6 +301,9 @@ void Pipeline::run_stage(const Model& model) {
         pool = std::make_unique<KVPool>(config, DType(order[3]), order[2], order[1], model.weights().layers.size());
         for (size_t l = 0; l < model.weights().layers.size(); ++l) views.push_back(pool->layer(l));
         if (!last()) link_->send(stage() + 1, kOrders, std::move(order));
+        break;
+      case kHeartbeat:
+        link_->send(last() ? 0 : stage() + 1, last() ? kHeartbeatAnswer : kOrders, std::move(order));
         break;
       case kRelease:
         views.clear();

@@ -108,6 +108,10 @@ class Pipeline {
     size_t sent = 0, received = 0;
   };
   Traffic traffic() const { return traffic_; }
+  // The head, while it has nothing in flight: an order through every stage that the last one
+  // answers, within the timeout; a PipelineError (and failed()) if it does not come. An idle
+  // server sends one every second, so that a stage gone silent is noticed without a request.
+  void heartbeat();
   // Ends the run cleanly: the head tells every stage, then every process ends MPI.
   void finish();
   // Any thread: every wait in progress or to come fails (a server that stops).

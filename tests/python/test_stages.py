@@ -4,7 +4,8 @@ chunked prefill (and Gemma 3's layer kinds, tied head and softcap, Mistral's win
 experts split by the experts a row reads), several sequences in flight, shared prefixes; sampled
 tokens with penalties and logprobs are drawn on the last stage as one process draws them, and
 only they travel back; `verify --stages 1,2,3` passes and catches a planted fault; a killed or
-frozen stage ends the run with an error within seconds, a server answering 503; `ditto chat`
+frozen stage ends the run with an error within seconds, a server answering 503 (an idle one
+notices a frozen stage by its heartbeat); `ditto chat`
 through stages answers as one process; and two replicas of `ditto serve` give the same answers."""
 import json
 import os
@@ -338,6 +339,24 @@ def test_serve_with_stages_answers_as_one_process_then_a_killed_stage_gives_503_
         assert "ditto serve: Terminated: stopped at once" in server.log or "ditto serve: stopped: " in server.log, \
             server.log
     finally:
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+def test_an_idle_server_notices_a_frozen_stage(chat_model):
+    # No request runs: the head's heartbeat, every second, goes unanswered for --stage-timeout.
+    server = Server(chat_model, "-t", "1", "--stages", "2", "--stage-timeout", "2", launcher=mpirun(2)).start()
+    pid = rank_pid(server.process, 1)
+    try:
+        frozen = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        server.process.wait(timeout=30)
+        assert time.monotonic() - frozen < 8
+        assert server.process.returncode != 0
+        assert ("ditto serve: stopped: stage 0 of 2: waited 2 s for the answer to a heartbeat from the last stage"
+                in server.log), server.log
+    finally:
+        os.kill(pid, signal.SIGKILL)
         if server.process.poll() is None:
             server.process.kill()
 

@@ -101,6 +101,20 @@ def test_the_last_stage_samples_as_one_process(qwen3_dir, prompt_file, args, top
         assert generate(qwen3_dir, prompt_file, stages, *args) == one, f"{stages} stages"
 
 
+def test_a_sampling_error_on_the_last_stage_is_the_error_of_one_process(tmp_path):
+    # A final norm of 3e38 makes the logits NaN: the sampler refuses them where it runs.
+    from safetensors.numpy import load_file, save_file
+    model = five_layers(tmp_path / "nan", "qwen3")
+    tensors = load_file(f"{model}/model.safetensors")
+    tensors["model.norm.weight"][:] = np.float32(3e38)
+    save_file(tensors, f"{model}/model.safetensors", metadata={"format": "pt"})
+    message = "error: sampling: logit 0 is -nan: the logits must be finite"
+    for launcher, stages in (([], []), (mpirun(2), ["--stages", "2"])):
+        result = subprocess.run(launcher + [DITTO, "generate", "-m", model, "--tokens", "1 2 3", "-n", "3", *stages],
+                                capture_output=True, text=True, timeout=60, env=MPI_ENV)
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+
+
 def test_only_tokens_travel_back_from_the_last_stage(qwen3_dir, prompt_file):
     result = subprocess.run(mpirun(2) + [DITTO, "generate", "-m", qwen3_dir, "--tokens-file", prompt_file, "-n",
                                          str(TOKENS), "--parallel", "4", "-t", "1", "--ignore-eos", "--stages", "2"],

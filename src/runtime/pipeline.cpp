@@ -34,6 +34,13 @@ class Reader {
     if (at_ >= words_.size()) throw PipelineError(what_ + " ends early");
     return words_[at_++];
   }
+  // A count of values that follow, each at least a word.
+  size_t count() {
+    const uint64_t n = next();
+    if (n > words_.size() - at_) fail("says " + std::to_string(n) + " values follow, but " +
+                                      std::to_string(words_.size() - at_) + " words do");
+    return size_t(n);
+  }
   double next_double() { return std::bit_cast<double>(next()); }
   float next_float() { return std::bit_cast<float>(uint32_t(next())); }
   bool done() const { return at_ == words_.size(); }
@@ -68,7 +75,7 @@ SamplingParams decode_sampling(Reader& in) {
   if (seeded) p.seed = seed;
   p.logprobs = in.next() != 0;
   p.top_logprobs = int(int64_t(in.next()));
-  for (size_t b = 0, biases = in.next(); b < biases; ++b) {
+  for (size_t b = 0, biases = in.count(); b < biases; ++b) {
     const auto token = int32_t(int64_t(in.next()));
     p.logit_bias[token] = in.next_double();
   }
@@ -97,7 +104,7 @@ void decode_output(Reader& in, StagePass& pass) {
   const uint64_t position = in.next();
   output.chain_from = in.next();
   if (bits & kSample) output.sampling = &pass.held_sampling.emplace_back(decode_sampling(in));
-  std::vector<int32_t>& history = pass.held_histories.emplace_back(in.next());
+  std::vector<int32_t>& history = pass.held_histories.emplace_back(in.count());
   for (int32_t& token : history) token = int32_t(int64_t(in.next()));
   pass.outputs.push_back({&output, history, position, sequence});
 }
@@ -122,7 +129,7 @@ std::vector<uint64_t> encode(const ComputedRows& computed) {
 std::string decode_results(const std::vector<uint64_t>& words, std::vector<RowResult>& results) {
   Reader in(words, 0, "a message of results from the last stage");
   if (in.next() != 0) {
-    std::string error(in.next(), ' ');
+    std::string error(in.count(), ' ');
     for (char& c : error) c = char(in.next());
     return error;
   }
@@ -166,7 +173,7 @@ StagePass decode(const std::vector<uint64_t>& words) {
   const size_t rows = next(), logit_rows = next(), copies = next(), tables = next();
   for (size_t c = 0; c < copies; ++c) pass.copies.push_back({uint32_t(next()), uint32_t(next()), uint32_t(next())});
   for (size_t s = 0; s < tables; ++s) {
-    pass.tables.emplace_back(next());
+    pass.tables.emplace_back(in.count());
     for (uint32_t& block : pass.tables.back()) block = uint32_t(next());
   }
   for (size_t t = 0; t < rows; ++t) {

@@ -309,7 +309,7 @@ def test_a_frozen_stage_times_out(qwen3_dir):
             pass
     assert time.monotonic() - frozen < 12
     assert run.returncode != 0
-    assert "error: stage 0 of 2: waited 2 s for the logits from the last stage (--stage-timeout)" in err, err
+    assert "error: stage 0 of 2: waited 2 s for the sampled tokens from the last stage (--stage-timeout)" in err, err
 
 
 @pytest.fixture(scope="module")

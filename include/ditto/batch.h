@@ -109,7 +109,8 @@ class BatchEngine {
   // (depth() of them keep every stage busy): start() checks and begins a pass (the rows count as
   // written: a later pass may continue their sequences) and returns before its outputs; wait()
   // returns those of the oldest pass started, and throws ditto::Error if a row's sampling failed
-  // (bad parameters, a logit not finite: runtime/sampler.h). What a row gets does not depend on the others.
+  // (bad parameters, a logit not finite: runtime/sampler.h). What a row gets does not depend on
+  // the others.
   void start(std::span<const BatchRow> rows);
   PassOutput wait();
   size_t in_flight() const;

@@ -211,7 +211,9 @@ void generate(const GenerateOptions& o, const std::string& path, const LoadOptio
   scheduler.run();
   if (pipeline) {
     const Pipeline::Traffic traffic = pipeline->traffic();
-    std::fprintf(stderr, "stages: %zu bytes to stage 1 (the hidden state and the rows' orders), %zu bytes back from the last stage for %zu generated tokens\n",
+    std::fprintf(stderr,
+                 "stages: %zu bytes to stage 1 (the hidden state and the rows' orders), %zu bytes back from the last "
+                 "stage for %zu generated tokens\n",
                  traffic.sent, traffic.received, generated);
   }
   if (o.parallel > 1) {

@@ -281,7 +281,8 @@ PassOutput BatchEngine::wait() {
   if (s.in_flight.empty()) throw Error("no forward pass was started");
   State::InFlight pass = std::move(s.in_flight.front());  // gone even if waiting fails
   s.in_flight.pop_front();
-  if (options_.pipeline) options_.pipeline->receive_outputs(pass.result_messages, pass.logit_messages, pass.output.results);
+  if (options_.pipeline)
+    options_.pipeline->receive_outputs(pass.result_messages, pass.logit_messages, pass.output.results);
   if (!pass.error.empty()) throw Error(pass.error);
   return std::move(pass.output);
 }
@@ -318,8 +319,9 @@ void BatchEngine::start(std::span<const BatchRow> rows) {
     const RowOutput* output = rows[t].output;
     whole_rows += !output || output->logits;
     // The sampler reads only the end of the history that the penalties see.
-    s.outputs.push_back({output, output && output->sampling ? output->sampling->penalty_window_of(output->history) : std::span<const int32_t>(),
-                         output ? output->history.size() : 0, rows[t].sequence});
+    const std::span<const int32_t> window =
+        output && output->sampling ? output->sampling->penalty_window_of(output->history) : std::span<const int32_t>();
+    s.outputs.push_back({output, window, output ? output->history.size() : 0, rows[t].sequence});
   }
   // Block tables are final now (taking blocks above may have moved them).
   for (const BatchRow& row : rows) s.attention.push_back({s.find(row.sequence).blocks.data(), row.position});

@@ -29,7 +29,8 @@ uint64_t bits_of(float value) { return std::bit_cast<uint32_t>(value); }
 // or another program.
 class Reader {
  public:
-  Reader(const std::vector<uint64_t>& words, size_t at, std::string what) : words_(words), at_(at), what_(std::move(what)) {}
+  Reader(const std::vector<uint64_t>& words, size_t at, std::string what)
+      : words_(words), at_(at), what_(std::move(what)) {}
   uint64_t next() {
     if (at_ >= words_.size()) throw PipelineError(what_ + " ends early");
     return words_[at_++];
@@ -119,7 +120,8 @@ std::vector<uint64_t> encode(const ComputedRows& computed) {
   std::vector<uint64_t> words = {0};
   for (const RowResult& r : computed.output.results) {
     words.insert(words.end(), {uint64_t(int64_t(r.sampled.token)), bits_of(r.sampled.logprob), r.sampled.top.size()});
-    for (const TokenLogprob& top : r.sampled.top) words.insert(words.end(), {uint64_t(int64_t(top.token)), bits_of(top.logprob)});
+    for (const TokenLogprob& top : r.sampled.top)
+      words.insert(words.end(), {uint64_t(int64_t(top.token)), bits_of(top.logprob)});
     words.insert(words.end(), {r.row_hash, r.chain_hash});
   }
   return words;
@@ -273,7 +275,8 @@ void Pipeline::receive_outputs(size_t result_messages, size_t logit_messages, st
 void Pipeline::heartbeat() {
   guarded([&] {
     link_->send(1, kOrders, std::vector<uint64_t>{kHeartbeat});
-    link_->receive_words(stages() - 1, kHeartbeatAnswer, /*idle=*/false, "the answer to a heartbeat from the last stage");
+    link_->receive_words(stages() - 1, kHeartbeatAnswer, /*idle=*/false,
+                         "the answer to a heartbeat from the last stage");
   });
 }
 

@@ -3,15 +3,16 @@
 // stage r (model/stages.h) and the KV cache of those layers. Stage 0, the head, runs the command:
 // its BatchEngine computes its layers of a pass, hands the hidden state of the rows on, and gets
 // back from the last stage what the logit rows return (ditto/batch.h: RowOutput): the tokens
-// drawn there, with their logprobs and hashes if asked, and logits only where asked. The hidden state crosses as the f32 values it is and the
-// split lies between layers, so every bit is the one a single process computes. A pass is cut
-// into micro-batches that follow each other through the stages, so that the stages work at once.
+// drawn there, with their logprobs and hashes if asked, and logits only where asked. The hidden
+// state crosses as the f32 values it is and the split lies between layers, so every bit is the
+// one a single process computes. A pass is cut into micro-batches that follow each other through
+// the stages, so that the stages work at once.
 //
 // Every wait during a pass is bounded by the timeout, and every MPI error is a PipelineError: a
 // stage that dies or a link that breaks ends the run instead of hanging it.
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>

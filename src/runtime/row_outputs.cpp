@@ -17,7 +17,7 @@ RowResult RowOutputs::compute(std::span<const float> logits, const RowOutput& ou
     result.row_hash = hash.value();
   }
   if (output.chain_hash) {
-    const auto [chain, first] = chains_.try_emplace(sequence, output.chain_from);
+    const auto chain = chains_.try_emplace(sequence, output.chain_from).first;
     LogitsHash hash(chain->second);
     hash.update(logits.data(), logits.size());
     result.chain_hash = chain->second = hash.value();

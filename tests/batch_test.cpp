@@ -11,6 +11,8 @@
 #include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "runtime/sampler.h"
+#include "tensor/hash.h"
 #include "test_checkpoint.h"
 #include "test_gguf.h"
 
@@ -272,9 +274,9 @@ TEST_F(BatchEngineTest, PassesInFlightAreWaitedForInOrderWithTheAloneBits) {
   engine.start(second);
   engine.start(third);
   EXPECT_EQ(engine.in_flight(), 3u);
-  std::vector<float> a_logits = engine.wait();
-  const std::vector<float> b_logits = engine.wait();
-  const std::vector<float> rest = engine.wait();
+  std::vector<float> a_logits = engine.wait().logits;
+  const std::vector<float> b_logits = engine.wait().logits;
+  const std::vector<float> rest = engine.wait().logits;
   a_logits.insert(a_logits.end(), rest.begin(), rest.end());
   expect_alone_bits(a_logits, a_tokens, 0);
   expect_alone_bits(b_logits, b_tokens, 0);
@@ -283,6 +285,51 @@ TEST_F(BatchEngineTest, PassesInFlightAreWaitedForInOrderWithTheAloneBits) {
   engine.close(a);
   engine.close(b);
   expect_kv_pool_idle(engine);
+}
+
+// A row's output computed where its logits are is what the caller would compute from them: the
+// sampler's token and logprobs (the penalties reading the end of the history), the row's
+// FNV-1a, and the running FNV-1a from chain_from across the sequence's rows of the pass; the
+// logits come only to a row that asks for them.
+TEST_F(BatchEngineTest, RowOutputsAreTheSamplersAndTheHashesOfTheLogits) {
+  const Tokens prompt = tokens(9, 6);
+  const std::vector<float> logits = alone(model_, prompt, DType::F32);
+  const size_t vocab = model_->config().vocab_size;
+  const auto row = [&](size_t p) { return std::span(logits).subspan(p * vocab, vocab); };
+  SamplingParams sampling{.temperature = 0.9, .repetition_penalty = 1.3, .penalty_window = 4, .seed = 5,
+                          .logprobs = true, .top_logprobs = 3};
+  const Tokens history = {3, 1, 4, 1, 5, 9};
+  const uint64_t chain_from = 12345;
+  const RowOutput chained{.chain_hash = true, .chain_from = chain_from};
+  const RowOutput last{.logits = true, .sampling = &sampling, .history = history, .row_hash = true, .chain_hash = true,
+                       .chain_from = chain_from};
+
+  BatchEngine engine(model_, options(16));
+  const SequenceId id = engine.open();
+  std::vector<BatchRow> rows;
+  for (size_t p = 0; p < prompt.size(); ++p)
+    rows.push_back({id, prompt[p], p, p >= 6, p + 1 == prompt.size() ? &last : p >= 7 ? &chained : nullptr});
+  engine.start(rows);
+  const PassOutput output = engine.wait();
+
+  ASSERT_EQ(output.results.size(), 2u);  // rows 7 and 8; row 6 returns its logits alone
+  ASSERT_EQ(output.logits.size(), 2 * vocab);
+  EXPECT_TRUE(same_row(output.logits.data(), row(6).data(), vocab));
+  EXPECT_TRUE(same_row(output.logits.data() + vocab, row(8).data(), vocab));
+  const SampledToken expected = sample(row(8), history, sampling, history.size());
+  EXPECT_EQ(output.results[1].sampled.token, expected.token);
+  EXPECT_EQ(output.results[1].sampled.logprob, expected.logprob);
+  ASSERT_EQ(output.results[1].sampled.top.size(), 3u);
+  EXPECT_EQ(output.results[1].sampled.top[2].token, expected.top[2].token);
+  EXPECT_EQ(output.results[0].sampled.token, -1);
+  LogitsHash alone_hash, chain(chain_from);
+  alone_hash.update(row(8).data(), vocab);
+  EXPECT_EQ(output.results[1].row_hash, alone_hash.value());
+  chain.update(row(7).data(), vocab);
+  EXPECT_EQ(output.results[0].chain_hash, chain.value());
+  chain.update(row(8).data(), vocab);
+  EXPECT_EQ(output.results[1].chain_hash, chain.value());
+  engine.close(id);
 }
 
 // A prompt cached whole still computes its last position, for its logits.

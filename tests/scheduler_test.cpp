@@ -48,6 +48,7 @@ class SchedulerTest : public ::testing::Test {
       GenerationRequest request;
       request.prompt = prompt_of(1 + r * 7, r);
       request.max_tokens = 3 + r % 4;
+      request.hash_logits = true;
       if (r % 3 == 1) {  // some sampled, with a seed
         request.sampling.temperature = 0.9;
         request.sampling.seed = 100 + r;

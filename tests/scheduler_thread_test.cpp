@@ -24,6 +24,7 @@ GenerationRequest request(std::vector<int32_t> prompt, size_t max_tokens, double
   GenerationRequest r;
   r.prompt = std::move(prompt);
   r.max_tokens = max_tokens;
+  r.hash_logits = true;
   r.sampling.temperature = temperature;
   r.sampling.seed = seed;
   return r;

@@ -6,11 +6,32 @@
 
 #include "ditto/dtype.h"
 #include "ditto/model.h"
+#include "ditto/sampling.h"
 
 namespace ditto {
 
 using SequenceId = uint64_t;
 class Pipeline;  // runtime/pipeline.h
+
+// What a row with logits gives instead of (or with) its logits, computed where the logits are:
+// through pipeline stages on the last stage, so that only this crosses back to the first.
+// Pointers and spans need to live only during BatchEngine::start().
+struct RowOutput {
+  bool logits = false;                       // the whole row too
+  const SamplingParams* sampling = nullptr;  // draw the token at position history.size()
+  std::span<const int32_t> history = {};     // the sequence so far (the penalties read its end)
+  bool row_hash = false;                     // FNV-1a of the row's logits
+  // Continue the sequence's running FNV-1a of its logit rows: from `chain_from` at its first
+  // row of the pass that asks, from the row before at its later ones.
+  bool chain_hash = false;
+  uint64_t chain_from = 0;
+};
+
+struct RowResult {
+  SampledToken sampled;     // token -1 unless sampling was asked
+  uint64_t row_hash = 0;    // if asked
+  uint64_t chain_hash = 0;  // the running hash after this row, if asked
+};
 
 // One row of a forward pass: the token at `position` of a sequence. A sequence's rows in a pass
 // continue it: their positions are its length, length + 1, ... in the order of the rows.
@@ -18,7 +39,15 @@ struct BatchRow {
   SequenceId sequence = 0;
   int32_t token = 0;
   size_t position = 0;
-  bool logits = false;  // whether forward() returns this row's logits
+  bool logits = false;                // whether the pass computes this row's logits
+  const RowOutput* output = nullptr;  // what it returns of them; null: the logits
+};
+
+// What a pass returns: the logits of its rows that return them, and the results of its rows
+// with an output, both in row order.
+struct PassOutput {
+  std::vector<float> logits;  // rows x vocab
+  std::vector<RowResult> results;
 };
 
 struct BatchOptions {
@@ -71,17 +100,19 @@ class BatchEngine {
   size_t length(SequenceId sequence) const;
   size_t sequences() const;
 
-  // Computes the rows in one pass and returns the logits of those that ask for them, in row
+  // Computes the rows in one pass and returns the logits of those that return them, in row
   // order (rows x vocab). Throws ditto::Error, changing nothing, for an empty pass, an unknown
   // sequence, a position that does not continue its sequence or lies past the model's context,
   // a token outside the vocabulary, or a pool without the blocks the pass needs.
   std::vector<float> forward(std::span<const BatchRow> rows);
   // forward() in two halves, so that several passes can be in flight through a pipeline's stages
   // (depth() of them keep every stage busy): start() checks and begins a pass (the rows count as
-  // written: a later pass may continue their sequences) and returns before its logits; wait()
-  // returns the logits of the oldest pass started. What a row gets does not depend on the others.
+  // written: a later pass may continue their sequences) and returns before its outputs; wait()
+  // returns those of the oldest pass started, and throws ditto::Error if a row's sampling failed
+  // (bad parameters, a logit not finite: runtime/sampler.h). What a row gets does not depend on
+  // the others.
   void start(std::span<const BatchRow> rows);
-  std::vector<float> wait();
+  PassOutput wait();
   size_t in_flight() const;
   size_t depth() const;  // the pipeline's stages; 1 in one process
 

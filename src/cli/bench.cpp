@@ -182,18 +182,23 @@ Result run_decode(DepthContext& context, const BenchOptions& o, int threads, siz
     // is every `groups`-th.
     size_t passes_waited = 0;
     const auto wait = [&] {
-      const auto step = engine.wait();
+      const PassOutput step = engine.wait();
       if (r == 0 && logits && passes_waited++ % groups == 0)
-        logits->insert(logits->end(), step.begin(), step.begin() + ptrdiff_t(vocab));
+        logits->insert(logits->end(), step.logits.begin(), step.logits.begin() + ptrdiff_t(vocab));
     };
     if (r == 0 && logits) logits->clear();
+    // Each row's greedy token, drawn where the logits are, as generation draws it (only the token
+    // comes back through stages); sequence 0's logits too when they are kept.
+    const SamplingParams greedy{.temperature = 0.0};
+    const RowOutput token{.sampling = &greedy}, token_and_logits{.logits = r == 0 && logits, .sampling = &greedy};
     std::vector<BatchRow> rows;
     const auto start = std::chrono::steady_clock::now();
     for (size_t position = 0; position < tokens.size(); ++position)
       for (size_t g = 0; g < groups; ++g) {
         rows.clear();
         for (size_t s = g * parallel / groups; s < (g + 1) * parallel / groups; ++s)
-          rows.push_back({sequences[s], tokens[(position + s) % tokens.size()], depth + position, true});
+          rows.push_back({sequences[s], tokens[(position + s) % tokens.size()], depth + position, true,
+                          s == 0 ? &token_and_logits : &token});
         if (engine.in_flight() == groups) wait();
         engine.start(rows);
       }

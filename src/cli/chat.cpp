@@ -11,6 +11,7 @@
 #include "chat/stop_strings.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stages.h"
 #include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/load.h"
@@ -33,19 +34,20 @@ struct ChatOptions {
   std::vector<std::string> stops;
   std::string chat_template;
   std::vector<std::string> vars;
+  StageOptions stages;
 };
 
 using Json = nlohmann::ordered_json;
 
 class Conversation {
  public:
-  Conversation(const ChatOptions& o, const LoadedModel& loaded)
+  Conversation(const ChatOptions& o, const LoadedModel& loaded, Pipeline* pipeline)
       : o_(o),
         loaded_(loaded),
         tokenizer_(*loaded.tokenizer),
         format_(loaded, o.chat_template.empty() ? "" : read_text(o.chat_template)),
         vars_(template_variables(o.vars)),
-        engine_(loaded.model, engine_options(o, loaded.config)) {
+        engine_(loaded.model, engine_options(o, loaded.config, pipeline)) {
     reset();
   }
 
@@ -97,9 +99,10 @@ class Conversation {
   }
 
  private:
-  static BatchOptions engine_options(const ChatOptions& o, const ModelConfig& config) {
+  static BatchOptions engine_options(const ChatOptions& o, const ModelConfig& config, Pipeline* pipeline) {
     BatchOptions options;
     options.threads = o.threads;
+    options.pipeline = pipeline;
     options.cache_dtype = o.cache.dtype();
     // The conversation, and the turns before it while they are still cached.
     options.kv_blocks = o.cache.budget ? kv_blocks_for_budget(config, options.cache_dtype, options.block_size, o.cache.budget)
@@ -116,13 +119,10 @@ class Conversation {
   Json messages_;
 };
 
-void run_chat(const ChatOptions& o) {
-  const std::string path = model_path(o.model);
-  LoadOptions load;
-  load.numerics = numerics_choice(o.numerics);
+void chat(const ChatOptions& o, const std::string& path, const LoadOptions& load, Pipeline* pipeline) {
   const LoadedModel loaded = load_model(path, load);
   require_tokenizer(loaded, path);
-  Conversation conversation(o, loaded);
+  Conversation conversation(o, loaded, pipeline);
   std::fprintf(stderr, "%s: type a message; /reset starts over, /exit (or end of input) leaves\n", loaded.name.c_str());
   for (std::string line;;) {
     std::fputs("> ", stderr);
@@ -134,10 +134,23 @@ void run_chat(const ChatOptions& o) {
     if (line.empty()) continue;
     try {
       conversation.reply(line);
+    } catch (const PipelineError&) {
+      throw;  // a stage is gone: the conversation cannot go on
     } catch (const Error& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
     }
   }
+}
+
+void run_chat(const ChatOptions& o) {
+  const std::string path = model_path(o.model);
+  LoadOptions load;
+  load.numerics = numerics_choice(o.numerics);
+  // Under mpirun the first process reads the terminal (mpirun forwards its input to rank 0).
+  const std::unique_ptr<Pipeline> pipeline = start_stages(o.stages, load);
+  if (pipeline && !pipeline->head()) return run_stage(*pipeline, path, load);
+  chat(o, path, load, pipeline.get());
+  if (pipeline) pipeline->finish();
 }
 
 }  // namespace
@@ -154,6 +167,7 @@ void register_chat(CLI::App& app) {
   add_sampling_options(cmd, o->sampling);
   cmd->add_option("--stop", o->stops, "End a reply at this string (repeatable); it is not shown");
   add_chat_template_options(cmd, o->chat_template, o->vars);
+  add_stage_options(cmd, o->stages);
   cmd->callback([o] { run_chat(*o); });
 }
 

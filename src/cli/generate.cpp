@@ -201,6 +201,7 @@ void generate(const GenerateOptions& o, const std::string& path, const LoadOptio
     request.max_tokens = size_t(o.predict);
     if (!o.ignore_eos) request.stop_tokens = loaded.stop_tokens;
     request.max_length = limit;
+    request.hash_logits = o.hash || o.json;
     request.all_prompt_logits = o.hash;
     request.sampling = o.sampling;
     scheduler.submit(std::move(request));
@@ -208,6 +209,13 @@ void generate(const GenerateOptions& o, const std::string& path, const LoadOptio
   }
   const auto start = std::chrono::steady_clock::now();
   scheduler.run();
+  if (pipeline) {
+    const Pipeline::Traffic traffic = pipeline->traffic();
+    std::fprintf(stderr,
+                 "stages: %zu bytes to stage 1 (the hidden state and the rows' orders), %zu bytes back from the last "
+                 "stage for %zu generated tokens\n",
+                 traffic.sent, traffic.received, generated);
+  }
   if (o.parallel > 1) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "%zu prompts (%zu tokens, %zu from the prefix cache) and %zu generated tokens in %.3f s, up to %zu in flight: %.1f generated t/s\n",

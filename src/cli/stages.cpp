@@ -33,7 +33,7 @@ void add_stage_options(CLI::App* command, StageOptions& o) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   command->add_option("--split", o.split,
                       "With --stages: the layers of each stage, comma-separated (default: balanced by the "
-                      "weight bytes each multiplies with)")
+                      "weight bytes a row multiplies with on each, of a mixture the experts it is routed to)")
       ->delimiter(',')->check(CLI::Range(1, 1 << 20));
   command->add_option("--stage-timeout", o.timeout,
                       "With --stages: seconds a stage waits for another during a pass before it ends the run")

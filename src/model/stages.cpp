@@ -43,8 +43,8 @@ std::vector<ModelPart> stage_parts(const TensorStore& store, const ModelConfig& 
   std::vector<size_t> counts = layer_counts;
   if (counts.empty()) {
     std::vector<size_t> bytes;
-    for (size_t l = 0; l < layers; ++l) bytes.push_back(check_hf_weights(store, config, {l, l + 1, false, false}));
-    const size_t head = check_hf_weights(store, config, {layers - 1, layers, false, true}) - bytes.back();
+    for (size_t l = 0; l < layers; ++l) bytes.push_back(streamed_hf_weight_bytes(store, config, {l, l + 1, false, false}));
+    const size_t head = streamed_hf_weight_bytes(store, config, {layers - 1, layers, false, true}) - bytes.back();
     counts = balanced_counts(bytes, head, stages);
   }
   if (counts.size() != stages)

@@ -12,7 +12,8 @@ namespace ditto {
 
 // The parts of `stages` stages with `layer_counts[s]` layers each (they must add up to the
 // model's layers, each at least 1), or, given no counts, the split whose largest stage multiplies
-// with the fewest weight bytes: a stage's layers' matrices, and on the last stage the output
+// with the fewest weight bytes per row: a stage's layers' matrices (of a mixture of experts, the
+// experts_per_token experts a row reads, not all it holds), and on the last stage the output
 // projection. Throws ditto::Error for a split that does not fit the model.
 std::vector<ModelPart> stage_parts(const TensorStore& store, const ModelConfig& config, size_t stages,
                                    const std::vector<size_t>& layer_counts = {});

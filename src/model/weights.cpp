@@ -34,6 +34,13 @@ class Packer {
     add(PackedMatrix::packed_bytes(tensor.dtype, rows, cols, numerics_));
     return dry_run_ ? PackedMatrix() : PackedMatrix::pack(tensor.dtype, rows, cols, tensor.data, source_rows, numerics_);
   }
+  // A matrix of one of a mixture's experts, counted apart too (a row reads only some of them).
+  PackedMatrix expert_matrix(const std::string& name, size_t rows, size_t cols) {
+    const size_t before = bytes_;
+    PackedMatrix matrix = this->matrix(name, rows, cols);
+    expert_bytes_ += bytes_ - before;
+    return matrix;
+  }
 
   // A vector of `length` values; with source_rows, value i is element source_rows[i].
   std::vector<float> vector(const std::string& name, size_t length, std::span<const size_t> source_rows = {}) {
@@ -56,6 +63,7 @@ class Packer {
   }
 
   size_t bytes() const { return bytes_; }
+  size_t expert_bytes() const { return expert_bytes_; }
   bool has(const std::string& name) const { return store_.contains(name); }
   const std::set<std::string>& read() const { return read_; }
 
@@ -73,7 +81,7 @@ class Packer {
   const TensorStore& store_;
   bool dry_run_, norms_add_one_;
   Numerics numerics_;
-  size_t bytes_ = 0;
+  size_t bytes_ = 0, expert_bytes_ = 0;
   std::set<std::string> read_;
 };
 
@@ -153,9 +161,9 @@ std::unique_ptr<ModelWeights> take_weights(Packer& take, const ModelConfig& c, Q
       for (size_t e = 0; e < c.experts; ++e) {
         const std::string expert = prefix + std::string(names.expert) + std::to_string(e) + ".";
         const size_t width = c.expert_intermediate_size;
-        layer.experts.push_back({take.matrix(expert + std::string(names.gate), width, c.hidden_size),
-                                 take.matrix(expert + std::string(names.up), width, c.hidden_size),
-                                 take.matrix(expert + std::string(names.down), c.hidden_size, width)});
+        layer.experts.push_back({take.expert_matrix(expert + std::string(names.gate), width, c.hidden_size),
+                                 take.expert_matrix(expert + std::string(names.up), width, c.hidden_size),
+                                 take.expert_matrix(expert + std::string(names.down), c.hidden_size, width)});
       }
     } else if (family.fused_projections) {
       const std::string gate_up = prefix + "mlp.gate_up_proj.weight";
@@ -192,6 +200,14 @@ size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, con
   Packer check(store, /*dry_run=*/true, numerics, /*norms_add_one=*/false);
   take_weights(check, config, QkLayout::Transformers, part);
   return check.bytes();
+}
+
+size_t streamed_hf_weight_bytes(const TensorStore& store, const ModelConfig& config, const ModelPart& part,
+                                 Numerics numerics) {
+  Packer check(store, /*dry_run=*/true, numerics, /*norms_add_one=*/false);
+  take_weights(check, config, QkLayout::Transformers, part);
+  const size_t experts = check.expert_bytes();
+  return check.bytes() - experts + (config.experts ? experts / config.experts * config.experts_per_token : 0);
 }
 
 std::vector<std::string> unread_tensors(const TensorStore& store, const ModelConfig& config) {

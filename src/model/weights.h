@@ -62,6 +62,9 @@ Numerics default_numerics(const TensorStore& store);
 // differs), and returns the memory packing them for `numerics` takes.
 size_t check_hf_weights(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {},
                         Numerics numerics = Numerics::Exact);
+// Of those bytes, what a row streams: of a mixture of experts, experts_per_token experts' worth.
+size_t streamed_hf_weight_bytes(const TensorStore& store, const ModelConfig& config, const ModelPart& part = {},
+                                Numerics numerics = Numerics::Exact);
 
 // How a file holds the decoder's tensors where it differs from transformers' modules (GGUF).
 struct StoredLayout {

@@ -11,6 +11,7 @@
 #include "model/weights.h"
 #include "runtime/kv_pool.h"
 #include "runtime/pipeline.h"
+#include "runtime/row_outputs.h"
 
 namespace ditto {
 
@@ -72,11 +73,15 @@ struct BatchEngine::State {
   std::vector<KVSlot> slots;
   std::vector<ref::AttentionRow> attention;
   std::vector<BlockCopy> copies;  // the pass's copies of shared blocks, for the other stages
-  // Passes started and not yet waited for: their logits (or where they are coming to) and how
-  // many of their micro-batches the last stage sends logits of.
+  std::vector<RowInputs> outputs;  // each logit row's output request
+  RowOutputs row_outputs;           // in one process
+  // Passes started and not yet waited for: their outputs (the logits may still be coming into
+  // them), a sampling error of one process, and how many of their micro-batches the last stage
+  // sends results and logits of.
   struct InFlight {
-    std::vector<float> logits;
-    size_t logit_messages = 0;
+    PassOutput output;
+    std::string error;
+    size_t result_messages = 0, logit_messages = 0;
   };
   std::deque<InFlight> in_flight;
 
@@ -163,15 +168,15 @@ struct BatchEngine::State {
 
   // Starts the pass through a pipeline, cut into micro-batches of at least kMicroBatchRows rows
   // (a prompt chunk's), two per stage at most: the head's layers here, then the rest on the
-  // other stages, the logits coming back into `logits`. Returns the messages of logits to wait for.
+  // other stages, the results and the logits asked for coming back into `started`, which learns
+  // how many messages of them to wait for.
   static constexpr size_t kMicroBatchRows = 16;
-  size_t start_stages(const Model& model, std::span<const BatchRow> rows, const BatchOptions& o, float* logits) {
+  void start_stages(const Model& model, std::span<const BatchRow> rows, const BatchOptions& o, InFlight& started) {
     Pipeline& pipeline = *o.pipeline;
     const size_t parts = o.micro_batches ? std::min(rows.size(), o.micro_batches)
                                          : std::clamp(rows.size() / kMicroBatchRows, size_t(1), 2 * pipeline.stages());
-    size_t messages = 0;
     const size_t hidden = model.config().hidden_size, vocab = model.config().vocab_size;
-    size_t logit_row = 0;
+    size_t logit_row = 0, logit_floats = 0;
     for (size_t part = 0; part < parts; ++part) {
       const size_t begin = part * rows.size() / parts, end = (part + 1) * rows.size() / parts, n = end - begin;
       decoder_forward(model, layers,
@@ -186,15 +191,20 @@ struct BatchEngine::State {
         const auto [at, added] = table_index.try_emplace(rows[t].sequence, uint32_t(pass.tables.size()));
         if (added) pass.tables.push_back(find(rows[t].sequence).blocks);
         pass.table_of.push_back(at->second);
-        if (rows[t].logits) pass.logit_rows.push_back(t - begin);
+        if (rows[t].logits) {
+          pass.logit_rows.push_back(t - begin);
+          pass.outputs.push_back(outputs[logit_row++]);
+        }
       }
       if (part == 0) pass.copies = copies;
+      pass.first = part == 0;
+      const size_t floats = pass.logit_floats(vocab);
       pipeline.send_pass(pass, std::vector<float>(scratch.x.begin(), scratch.x.begin() + ptrdiff_t(n * hidden)),
-                         logits + logit_row * vocab, pass.logit_rows.size() * vocab);
-      logit_row += pass.logit_rows.size();
-      messages += !pass.logit_rows.empty();
+                         started.output.logits.data() + logit_floats, floats);
+      logit_floats += floats;
+      started.result_messages += pass.returns_results();
+      started.logit_messages += floats != 0;
     }
-    return messages;
   }
 };
 
@@ -259,20 +269,22 @@ KVStats BatchEngine::kv_stats() const {
 
 std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {
   start(rows);
-  return wait();
+  return wait().logits;
 }
 
 size_t BatchEngine::in_flight() const { return state_->in_flight.size(); }
 
 size_t BatchEngine::depth() const { return options_.pipeline ? options_.pipeline->stages() : 1; }
 
-std::vector<float> BatchEngine::wait() {
+PassOutput BatchEngine::wait() {
   State& s = *state_;
   if (s.in_flight.empty()) throw Error("no forward pass was started");
   State::InFlight pass = std::move(s.in_flight.front());  // gone even if waiting fails
   s.in_flight.pop_front();
-  if (options_.pipeline) options_.pipeline->receive_logits(pass.logit_messages);
-  return std::move(pass.logits);
+  if (options_.pipeline)
+    options_.pipeline->receive_outputs(pass.result_messages, pass.logit_messages, pass.output.results);
+  if (!pass.error.empty()) throw Error(pass.error);
+  return std::move(pass.output);
 }
 
 void BatchEngine::start(std::span<const BatchRow> rows) {
@@ -295,12 +307,21 @@ void BatchEngine::start(std::span<const BatchRow> rows) {
   s.slots.clear();
   s.attention.clear();
   s.logit_rows.clear();
+  s.outputs.clear();
   s.copies.clear();
+  size_t whole_rows = 0;  // logit rows that return their logits
   for (size_t t = 0; t < rows.size(); ++t) {
     s.tokens.push_back(rows[t].token);
     s.positions.push_back(rows[t].position);
     s.slots.push_back(s.slot_for(s.find(rows[t].sequence), rows[t].position));
-    if (rows[t].logits) s.logit_rows.push_back(t);
+    if (!rows[t].logits) continue;
+    s.logit_rows.push_back(t);
+    const RowOutput* output = rows[t].output;
+    whole_rows += !output || output->logits;
+    // The sampler reads only the end of the history that the penalties see.
+    const std::span<const int32_t> window =
+        output && output->sampling ? output->sampling->penalty_window_of(output->history) : std::span<const int32_t>();
+    s.outputs.push_back({output, window, output ? output->history.size() : 0, rows[t].sequence});
   }
   // Block tables are final now (taking blocks above may have moved them).
   for (const BatchRow& row : rows) s.attention.push_back({s.find(row.sequence).blocks.data(), row.position});
@@ -308,12 +329,18 @@ void BatchEngine::start(std::span<const BatchRow> rows) {
   const size_t vocab = model_->config().vocab_size;
   State::InFlight started;
   try {
-    started.logits.resize(s.logit_rows.size() * vocab);
-    if (options_.pipeline)
-      started.logit_messages = s.start_stages(*model_, rows, options_, started.logits.data());
-    else
-      decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows},
-                      started.logits.data(), options_.threads, s.scratch, options_.observer);
+    if (options_.pipeline) {
+      started.output.logits.resize(whole_rows * vocab);
+      s.start_stages(*model_, rows, options_, started);
+    } else {
+      std::vector<float> logits(s.logit_rows.size() * vocab);
+      decoder_forward(*model_, s.layers, {s.tokens, s.positions, s.slots, s.attention, s.logit_rows}, logits.data(),
+                      options_.threads, s.scratch, options_.observer);
+      s.row_outputs.begin_pass();
+      ComputedRows computed = compute_rows(s.row_outputs, std::move(logits), vocab, s.outputs);
+      started.output = std::move(computed.output);
+      started.error = std::move(computed.error);
+    }
   } catch (...) {
     for (const BatchRow& row : rows) s.trim(s.find(row.sequence));
     throw;

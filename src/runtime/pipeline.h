@@ -2,14 +2,17 @@
 // Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`): process r holds the layers of
 // stage r (model/stages.h) and the KV cache of those layers. Stage 0, the head, runs the command:
 // its BatchEngine computes its layers of a pass, hands the hidden state of the rows on, and gets
-// the logits back from the last stage. The hidden state crosses as the f32 values it is and the
-// split lies between layers, so every bit is the one a single process computes. A pass is cut
-// into micro-batches that follow each other through the stages, so that the stages work at once.
+// back from the last stage what the logit rows return (ditto/batch.h: RowOutput): the tokens
+// drawn there, with their logprobs and hashes if asked, and logits only where asked. The hidden
+// state crosses as the f32 values it is and the split lies between layers, so every bit is the
+// one a single process computes. A pass is cut into micro-batches that follow each other through
+// the stages, so that the stages work at once.
 //
 // Every wait during a pass is bounded by the timeout, and every MPI error is a PipelineError: a
 // stage that dies or a link that breaks ends the run instead of hanging it.
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +22,7 @@
 #include "ditto/error.h"
 #include "ditto/model.h"
 #include "model/decoder.h"
+#include "runtime/row_outputs.h"
 
 namespace ditto {
 
@@ -34,14 +38,24 @@ struct BlockCopy {
 };
 
 // One micro-batch of a pass as the stages after the head get it: what the decoder needs besides
-// the tokens (which only the head's embedding reads).
+// the tokens (which only the head's embedding reads), and what the last stage computes from the
+// logits of its logit rows (the sampler's inputs: no stage keeps any state of a sequence).
 struct StagePass {
   std::vector<size_t> positions;
   std::vector<KVSlot> slots;
   std::vector<std::vector<uint32_t>> tables;  // the block tables of the sequences it holds rows of
   std::vector<uint32_t> table_of;             // each row's index into tables
   std::vector<size_t> logit_rows;
+  std::vector<RowInputs> outputs;             // one per logit row; history: the penalties' window
   std::vector<BlockCopy> copies;              // made before any row is computed
+  bool first = false;                         // the first micro-batch of its pass
+  // What outputs point to, in a pass decoded from a message.
+  std::deque<RowOutput> held_outputs;
+  std::deque<SamplingParams> held_sampling;
+  std::deque<std::vector<int32_t>> held_histories;
+
+  bool returns_results() const;  // whether a logit row has an output
+  size_t logit_floats(size_t vocab) const;  // of the rows that return their logits
 };
 
 // The messages between the processes, over MPI or anything that moves them alike.
@@ -80,12 +94,25 @@ class Pipeline {
   // every stage; release(): the engine ends.
   void configure(size_t kv_blocks, size_t block_size, DType cache, int threads);
   void release();
-  // Hands a micro-batch on (hidden: its rows' hidden state after the head's layers) and, if it
-  // has logit rows, posts the receive of their logits from the last stage into `logits`
-  // (logit_rows x vocab floats). Micro-batches of later passes may follow before those come.
+  // Hands a micro-batch on (hidden: its rows' hidden state after the head's layers) and, if
+  // some of its logit rows return their logits, posts the receive of those from the last stage
+  // into `logits` (logit_floats: pass.logit_floats(vocab)). Micro-batches of later passes may
+  // follow before those come.
   void send_pass(const StagePass& pass, std::vector<float> hidden, float* logits, size_t logit_floats);
-  // Waits until the logits of the oldest `micro_batches` micro-batches with logit rows have come.
-  void receive_logits(size_t micro_batches);
+  // Waits for what the last stage sends back of the oldest micro-batches: `result_messages` of
+  // them returning results (appended to `results`), `logit_messages` logits. Throws ditto::Error
+  // (after all have come) if a row's sampling failed there.
+  void receive_outputs(size_t result_messages, size_t logit_messages, std::vector<RowResult>& results);
+  // The bytes of the head's passes, to stage 1 (orders and hidden states) and back from the
+  // last stage (results and logits), so far.
+  struct Traffic {
+    size_t sent = 0, received = 0;
+  };
+  Traffic traffic() const { return traffic_; }
+  // The head, while it has nothing in flight: an order through every stage that the last one
+  // answers, within the timeout; a PipelineError (and failed()) if it does not come. An idle
+  // server sends one every second, so that a stage gone silent is noticed without a request.
+  void heartbeat();
   // Ends the run cleanly: the head tells every stage, then every process ends MPI.
   void finish();
   // Any thread: every wait in progress or to come fails (a server that stops).
@@ -104,6 +131,7 @@ class Pipeline {
   void guarded(Step step);
 
   std::unique_ptr<PipelineLink> link_;
+  Traffic traffic_;
   std::atomic<bool> failed_{false};
   mutable std::mutex mutex_;
   std::string failure_;  // guarded by mutex_

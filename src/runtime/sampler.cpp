@@ -97,6 +97,11 @@ uint64_t scale_bits(uint64_t bits, uint64_t total) {
 
 }  // namespace
 
+std::span<const int32_t> SamplingParams::penalty_window_of(std::span<const int32_t> history) const {
+  if (!penalized()) return {};
+  return history.last(penalty_window == 0 ? history.size() : std::min(history.size(), size_t(penalty_window)));
+}
+
 void SamplingParams::validate(size_t vocab) const {
   if (!(temperature >= 0.0 && std::isfinite(temperature)))
     fail("temperature must be a finite number >= 0, got " + str(temperature));
@@ -182,16 +187,13 @@ void Sampler::penalize(std::span<const int32_t> history, const SamplingParams& p
   z_.max = raw_.max;
   z_.blocks = raw_.blocks;
   z_.maxima = raw_.maxima;
-  const bool penalties =
-      params.repetition_penalty != 1.0 || params.presence_penalty != 0.0 || params.frequency_penalty != 0.0;
+  const bool penalties = params.penalized();
   if (!penalties && params.logit_bias.empty()) return;
 
   tokens_.clear();
   if (penalties) {
-    const size_t window = params.penalty_window == 0 ? history.size()
-                                                     : std::min(history.size(), size_t(params.penalty_window));
     counts_.resize(raw_.size);  // all zero: every call puts back the zeros it changed
-    for (const int32_t token : history.last(window)) {
+    for (const int32_t token : params.penalty_window_of(history)) {
       if (token < 0 || size_t(token) >= raw_.size) {
         for (const uint32_t counted : tokens_) counts_[counted] = 0;
         fail("history token " + std::to_string(token) + " is outside the vocabulary of " + std::to_string(raw_.size));

@@ -87,7 +87,7 @@ void Scheduler::admit() {
   while (!waiting_.empty() && running_.size() < options_.max_sequences) {
     auto& [number, request] = waiting_.front();
     const SequenceId sequence = engine_.open(request.all_prompt_logits ? std::span<const int32_t>() : request.prompt);
-    Running r{number, std::move(request), sequence, engine_.length(sequence), 0, {}, {}, {}, {}, {}};
+    Running r{.number = number, .request = std::move(request), .sequence = sequence, .fed = engine_.length(sequence)};
     r.end = positions_to_fill(r.request);
     size_t promised = blocks_to_grow(r);
     for (const Running& other : running_) promised += blocks_to_grow(other);
@@ -121,12 +121,23 @@ bool Scheduler::start_pass() {
   const size_t depth = engine_.depth();
   const size_t share = depth == 1 ? SIZE_MAX : (running_.size() + depth - 1) / depth;
   Pass pass;
+  // What each request's logit rows return: the token drawn (its last prompt row's and decode
+  // row's), the hashes if asked. One per request: its rows in a pass all read the same.
+  std::vector<RowOutput> outputs(running_.size());
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const Running& r = running_[i];
+    outputs[i] = {.sampling = &r.request.sampling, .history = r.history, .row_hash = r.request.hash_logits,
+                  .chain_hash = r.request.hash_logits, .chain_from = r.logits_hash};
+  }
+  std::vector<RowOutput> hashed_prompt_rows(running_.size());  // the rows before the last prompt row's
+  for (size_t i = 0; i < running_.size(); ++i)
+    hashed_prompt_rows[i] = {.chain_hash = running_[i].request.hash_logits, .chain_from = running_[i].logits_hash};
   std::vector<bool> taken(running_.size(), false);
   size_t requests = 0;
   for (size_t i = 0; i < running_.size() && pass.rows.size() < budget && requests < share; ++i) {
     const Running& r = running_[i];
     if (!r.in_flight && r.fed == r.request.prompt.size()) {
-      pass.rows.push_back({r.sequence, r.result.ids.back(), engine_.length(r.sequence), true});
+      pass.rows.push_back({r.sequence, r.result.ids.back(), engine_.length(r.sequence), true, &outputs[i]});
       pass.owners.push_back(r.number);
       taken[i] = true, ++requests;
     }
@@ -139,12 +150,14 @@ bool Scheduler::start_pass() {
     const size_t count = std::min({remaining, options_.chunk ? options_.chunk : remaining, budget - pass.rows.size()});
     for (size_t p = r.fed; p < r.fed + count; ++p) {
       const bool last = p + 1 == r.request.prompt.size();
-      pass.rows.push_back({r.sequence, r.request.prompt[p], p, last || r.request.all_prompt_logits});
+      pass.rows.push_back({r.sequence, r.request.prompt[p], p, last || r.request.all_prompt_logits,
+                           last ? &outputs[i] : &hashed_prompt_rows[i]});
       pass.owners.push_back(r.number);
     }
   }
   if (pass.rows.empty()) return false;
   engine_.start(pass.rows);
+  for (BatchRow& row : pass.rows) row.output = nullptr;  // read by start() only
   for (size_t i = 0; i < running_.size(); ++i) running_[i].in_flight |= taken[i];
   passes_.push_back(std::move(pass));
   return true;
@@ -155,16 +168,15 @@ bool Scheduler::start_pass() {
 void Scheduler::finish_pass() {
   const Pass pass = std::move(passes_.front());
   passes_.pop_front();
-  const std::vector<float> logits = engine_.wait();
+  PassOutput output = engine_.wait();
   std::unordered_map<size_t, size_t> index_of;  // request number -> index in running_
   for (size_t i = 0; i < running_.size(); ++i) index_of.emplace(running_[i].number, i);
 
-  const size_t vocab = engine_.model().config().vocab_size;
-  size_t logit_row = 0;
+  size_t result = 0;
   std::vector<std::pair<size_t, StopReason>> finished;
   for (size_t t = 0; t < pass.rows.size(); ++t) {
     const auto found = index_of.find(pass.owners[t]);
-    const float* row = pass.rows[t].logits ? &logits[logit_row++ * vocab] : nullptr;
+    RowResult* row = pass.rows[t].logits ? &output.results[result++] : nullptr;
     if (found == index_of.end()) continue;
     const size_t index = found->second;
     Running& r = running_[index];
@@ -172,17 +184,15 @@ void Scheduler::finish_pass() {
     const bool prompt_row = r.fed < r.request.prompt.size();
     if (prompt_row) ++r.fed;
     if (!row) continue;
-    r.logits_hash.update(row, vocab);
+    if (r.request.hash_logits) r.logits_hash = row->chain_hash;
     if (prompt_row && r.fed < r.request.prompt.size()) continue;  // a prompt row before the last
-    // This row chooses the next token, the one at position history.size().
-    SampledToken sampled = sampler_.sample({row, vocab}, r.history, r.request.sampling, r.history.size());
+    // This row chose the next token, the one at position history.size().
+    SampledToken sampled = std::move(row->sampled);
     const int32_t token = sampled.token;
-    LogitsHash step;
-    step.update(row, vocab);
     if (r.result.ids.empty()) r.first_token = std::chrono::steady_clock::now();
     r.result.ids.push_back(token);
     r.history.push_back(token);
-    r.result.step_hashes.push_back(step.value());
+    if (r.request.hash_logits) r.result.step_hashes.push_back(row->row_hash);
     const bool go_on = !on_token_ || on_token_(r.number, sampled);
     if (r.request.sampling.logprobs) r.result.sampled.push_back(std::move(sampled));
     const bool stop = std::binary_search(r.request.stop_tokens.begin(), r.request.stop_tokens.end(), token);
@@ -201,7 +211,7 @@ void Scheduler::finish(size_t index, StopReason reason) {
   const auto now = std::chrono::steady_clock::now();
   if (r.result.ids.empty()) r.first_token = now;  // cancelled before its first token
   r.result.stop = reason;
-  r.result.logits_hash = r.logits_hash.value();
+  if (r.request.hash_logits) r.result.logits_hash = r.logits_hash;
   r.result.prefill_seconds = seconds_between(r.started, r.first_token);
   r.result.decode_seconds = seconds_between(r.first_token, now);
   engine_.close(r.sequence);

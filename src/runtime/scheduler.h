@@ -16,6 +16,7 @@ struct GenerationRequest {
   size_t max_tokens = 32;
   std::vector<int32_t> stop_tokens;  // a generated token among these ends it (and is kept)
   size_t max_length = 0;             // positions the sequence may fill; 0: the model's context
+  bool hash_logits = false;          // give step_hashes and logits_hash (verify compares them)
   bool all_prompt_logits = false;    // compute, and hash, the logits of every prompt position too
                                      // (computed all: the prefix cache is not used)
   SamplingParams sampling{.temperature = 0.0};  // greedy unless asked; sampling without a seed draws one
@@ -28,8 +29,10 @@ struct Generation {
   std::vector<int32_t> ids;
   std::vector<SampledToken> sampled;  // each token with its logprobs, if the request asked for them
   uint64_t seed = 0;                  // the seed its draws used (the request's, or one drawn for it); 0 if greedy
-  std::vector<uint64_t> step_hashes;  // step_hashes[i]: FNV-1a of the logits that chose ids[i]
-  uint64_t logits_hash = 0;           // FNV-1a of every logits row computed for it, in position order
+  // If the request asked (hash_logits): step_hashes[i], FNV-1a of the logits that chose ids[i];
+  // logits_hash, of every logits row computed for it, in position order.
+  std::vector<uint64_t> step_hashes;
+  uint64_t logits_hash = 0;
   StopReason stop = StopReason::MaxTokens;
   size_t cached_positions = 0;        // prompt positions the prefix cache served
   double prefill_seconds = 0, decode_seconds = 0;  // from its start to its first token, then to its end
@@ -47,7 +50,9 @@ struct SchedulerOptions {
 // sequence is free and the pool can hold all it may grow to (its prompt, max_tokens), so
 // that a running request never runs out of blocks. Tokens are drawn by the sampler
 // (runtime/sampler.h), a pure function of the logits, the request's history, its parameters and
-// the position. What a request gets does not depend on the others: the engine's contract.
+// the position, where the logits are (the engine's RowOutput: through pipeline stages, the last
+// stage, so that only tokens come back). What a request gets does not depend on the others: the
+// engine's contract.
 class Scheduler {
  public:
   // Sees each token as it is chosen (with its logprobs if the request asked for them); returning
@@ -84,12 +89,12 @@ class Scheduler {
     size_t number;
     GenerationRequest request;
     SequenceId sequence;
-    size_t fed;        // prompt positions in the cache
-    size_t end;        // positions it may fill: prompt + max_tokens, capped by max_length
-    Generation result;
-    std::vector<int32_t> history;  // prompt and generated tokens, for the sampler's penalties
-    LogitsHash logits_hash;
-    std::chrono::steady_clock::time_point started, first_token;
+    size_t fed;            // prompt positions in the cache
+    size_t end = 0;        // positions it may fill: prompt + max_tokens, capped by max_length
+    Generation result = {};
+    std::vector<int32_t> history = {};  // prompt and generated tokens, for the sampler's penalties
+    uint64_t logits_hash = LogitsHash().value();  // the running hash so far
+    std::chrono::steady_clock::time_point started = {}, first_token = {};
     bool in_flight = false;  // in a pass started and not yet finished
   };
   // A pass started: its rows and the number of the request of each.
@@ -111,7 +116,6 @@ class Scheduler {
   std::vector<Running> running_;
   std::deque<Pass> passes_;  // oldest first
   size_t submitted_ = 0;
-  Sampler sampler_;
 };
 
 }  // namespace ditto

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ditto/error.h"
+#include "runtime/pipeline.h"
 
 namespace ditto {
 
@@ -95,6 +96,15 @@ void SchedulerThread::cancel_everything() {
   for (const size_t number : numbers) scheduler_.cancel(number);
 }
 
+void SchedulerThread::heartbeat() {
+  Pipeline* pipeline = engine_.options().pipeline;
+  if (!pipeline || pipeline->failed()) return;
+  try {
+    pipeline->heartbeat();
+  } catch (const PipelineError&) {  // the pipeline keeps the failure, which its owner acts on
+  }
+}
+
 void SchedulerThread::publish_status() {
   {
     std::lock_guard lock(mutex_);
@@ -110,9 +120,14 @@ void SchedulerThread::loop() {
     bool all = false, stopping = false;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] {
+      const bool woken = wake_.wait_for(lock, kHeartbeatEvery, [&] {
         return stopping_ || cancel_all_ || !incoming_.empty() || !cancels_.empty() || !scheduler_.idle();
       });
+      if (!woken) {
+        lock.unlock();
+        heartbeat();
+        continue;
+      }
       arrived.swap(incoming_);
       status_.waiting += arrived.size();  // counted as waiting until the next status
       cancels.swap(cancels_);

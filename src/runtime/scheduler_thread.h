@@ -52,6 +52,11 @@ class SchedulerThread {
   bool wait_idle(std::chrono::milliseconds timeout);
 
  private:
+  // Idle for this long through pipeline stages, the thread checks that they answer
+  // (Pipeline::heartbeat); a stage gone silent fails the pipeline, which the server acts on.
+  static constexpr std::chrono::seconds kHeartbeatEvery{1};
+  void heartbeat();
+
   struct Pending {
     Ticket ticket;
     GenerationRequest request;

@@ -1,8 +1,12 @@
 """Pipeline stages over MPI (`mpirun -np K ditto ... --stages K`), on this machine's loopback: the
 logits of every position and the greedy ids equal one process's, for Qwen3 and Llama, whole and
-chunked prefill (and Gemma 3's layer kinds, tied head and softcap split across stages), several sequences in flight, shared prefixes; `verify --stages 1,2,3` passes and
-catches a planted fault; a killed or frozen stage ends the run with an error within seconds, a
-server answering 503; and two replicas of `ditto serve` give the same answers."""
+chunked prefill (and Gemma 3's layer kinds, tied head and softcap, Mistral's windows, a mixture of
+experts split by the experts a row reads), several sequences in flight, shared prefixes; sampled
+tokens with penalties and logprobs are drawn on the last stage as one process draws them, and
+only they travel back; `verify --stages 1,2,3` passes and catches a planted fault; a killed or
+frozen stage ends the run with an error within seconds, a server answering 503 (an idle one
+notices a frozen stage by its heartbeat); `ditto chat`
+through stages answers as one process; and two replicas of `ditto serve` give the same answers."""
 import json
 import os
 import signal
@@ -79,6 +83,53 @@ def test_stages_give_the_logits_and_ids_of_one_process(model_dir, prompt_file, a
         assert generate(model_dir, prompt_file, stages, *args) == one, f"{stages} stages"
 
 
+SAMPLED = ["--temp", "0.9", "--seed", "7", "--top-k", "40", "--top-p", "0.95", "--min-p", "0.01", "--repeat-penalty",
+           "1.3", "--repeat-last-n", "5", "--presence-penalty", "0.5", "--frequency-penalty", "0.3", "--logprobs", "3"]
+
+
+@pytest.mark.parametrize("args,top", [(SAMPLED + ["--hash"], 3), (["--temp", "0", "--repeat-penalty", "1.5",
+                                                                   "--repeat-last-n", "0", "--chunk", "7", "--logprobs",
+                                                                   "0"], 0)],
+                         ids=["sampled-penalised-logprobs", "greedy-penalties-whole-history"])
+def test_the_last_stage_samples_as_one_process(qwen3_dir, prompt_file, args, top):
+    # The last stage draws the tokens: from the seed, the position and the penalties' window of
+    # the history the head sends; the logprobs and the hashes come back with them, not the logits.
+    one = generate(qwen3_dir, prompt_file, 1, *args)
+    assert all(len(row["ids"]) == TOKENS and len(row["logprobs"]) == TOKENS for row in one)
+    assert all(len(token["top"]) == top for row in one for token in row["logprobs"])
+    for stages in (2, 3):
+        assert generate(qwen3_dir, prompt_file, stages, *args) == one, f"{stages} stages"
+
+
+def test_a_sampling_error_on_the_last_stage_is_the_error_of_one_process(tmp_path):
+    # A final norm of 3e38 makes the logits NaN: the sampler refuses them where it runs.
+    from safetensors.numpy import load_file, save_file
+    model = five_layers(tmp_path / "nan", "qwen3")
+    tensors = load_file(f"{model}/model.safetensors")
+    tensors["model.norm.weight"][:] = np.float32(3e38)
+    save_file(tensors, f"{model}/model.safetensors", metadata={"format": "pt"})
+    message = "error: sampling: logit 0 is -nan: the logits must be finite"
+    for launcher, stages in (([], []), (mpirun(2), ["--stages", "2"])):
+        result = subprocess.run(launcher + [DITTO, "generate", "-m", model, "--tokens", "1 2 3", "-n", "3", *stages],
+                                capture_output=True, text=True, timeout=60, env=MPI_ENV)
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+
+
+def test_only_tokens_travel_back_from_the_last_stage(qwen3_dir, prompt_file):
+    result = subprocess.run(mpirun(2) + [DITTO, "generate", "-m", qwen3_dir, "--tokens-file", prompt_file, "-n",
+                                         str(TOKENS), "--parallel", "4", "-t", "1", "--ignore-eos", "--stages", "2"],
+                            capture_output=True, text=True, timeout=120, env=MPI_ENV)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stderr.splitlines() if line.startswith("stages: "))
+    words = line.split()
+    sent, back, tokens = int(words[1]), int(words[words.index("back") - 2]), int(words[-3])
+    assert tokens == 6 * TOKENS
+    # A row of logits would be 512 x 4 bytes; a token comes back in 5 words, with at most a word
+    # of its message's header. Every row crosses as its hidden state (64 x 4 bytes) and more.
+    assert back <= tokens * 6 * 8, line
+    assert sent >= tokens * 64 * 4, line
+
+
 def test_a_split_given_by_layer_counts_gives_the_same_bits(model_dir, prompt_file):
     assert generate(model_dir, prompt_file, 2, "--hash", "--split", "4,1") == generate(model_dir, prompt_file, 1, "--hash")
 
@@ -106,6 +157,32 @@ def test_gemma3_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
     one = generate(model, prompt_file, 1, "--hash")
     for stages, split in ((2, "3,2"), (3, "1,3,1")):  # later stages begin at odd layers
         assert generate(model, prompt_file, stages, "--hash", "--split", split) == one, f"{stages} stages"
+
+
+def test_mistral_windows_through_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
+    # A window of 13, shorter than the prompts: each stage releases the blocks behind it as the head does.
+    model = str(tmp_path / "mistral")
+    make_checkpoint(model, "mistral", vocab_size=512, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, seed=5, family=dict(sliding_window=13))
+    one = generate(model, prompt_file, 1, "--hash", "--chunk", "7")
+    assert generate(model, prompt_file, 2, "--hash", "--chunk", "7") == one
+
+
+def test_a_mixture_of_experts_splits_by_the_experts_a_row_reads_and_gives_the_logits_of_one_process(tmp_path,
+                                                                                                  prompt_file):
+    # 8 experts, 2 per row: a layer holds 1.6 times the bytes of the output projection (2048 x 64)
+    # and a row reads 0.47 times them. Balanced by the bytes held, 2 stages would be 3 + (2 +
+    # head); by the bytes a row reads, 4 + (1 + head).
+    model = str(tmp_path / "mixtral")
+    make_checkpoint(model, "mixtral", vocab_size=2048, hidden_size=64, intermediate_size=128, layers=5, heads=4,
+                    kv_heads=2, head_dim=16, seed=5, family=dict(num_local_experts=8, num_experts_per_tok=2))
+    one = generate(model, prompt_file, 1, "--hash")
+    command = mpirun(2) + [DITTO, "generate", "-m", model, "--tokens-file", prompt_file, "-n", str(TOKENS),
+                           "--parallel", "4", "-t", "1", "--ignore-eos", "--json", "--hash", "--stages", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=MPI_ENV)
+    assert result.returncode == 0, result.stderr
+    assert "ditto: stage 1 of 2: layers 4..4 + logits\n" in result.stderr, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == one
 
 
 @pytest.mark.parametrize("command,message", [
@@ -232,7 +309,7 @@ def test_a_frozen_stage_times_out(qwen3_dir):
             pass
     assert time.monotonic() - frozen < 12
     assert run.returncode != 0
-    assert "error: stage 0 of 2: waited 2 s for the logits from the last stage (--stage-timeout)" in err, err
+    assert "error: stage 0 of 2: waited 2 s for the sampled tokens from the last stage (--stage-timeout)" in err, err
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +319,9 @@ def chat_model(tmp_path_factory):
 
 REQUESTS = [{"prompt": "The sea is", "max_tokens": 12, "temperature": 0},
             {"prompt": [5, 17, 300, 2000, 9], "max_tokens": 10, "temperature": 0.9, "seed": 11, "logprobs": 3},
-            {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.1, "seed": 3, "n": 2}]
+            {"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1.1, "seed": 3, "n": 2},
+            {"prompt": "The sea is", "max_tokens": 10, "temperature": 0.8, "seed": 5, "frequency_penalty": 0.8,
+             "presence_penalty": 0.4, "repetition_penalty": 1.2, "logit_bias": {"5": 4.0}, "logprobs": 2}]
 
 
 def answers(server, requests):
@@ -276,6 +355,39 @@ def test_serve_with_stages_answers_as_one_process_then_a_killed_stage_gives_503_
     finally:
         if server.process.poll() is None:
             server.process.kill()
+
+
+def test_an_idle_server_notices_a_frozen_stage(chat_model):
+    # No request runs: the head's heartbeat, every second, goes unanswered for --stage-timeout.
+    server = Server(chat_model, "-t", "1", "--stages", "2", "--stage-timeout", "2", launcher=mpirun(2)).start()
+    pid = rank_pid(server.process, 1)
+    try:
+        frozen = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        server.process.wait(timeout=30)
+        assert time.monotonic() - frozen < 8
+        assert server.process.returncode != 0
+        assert ("ditto serve: stopped: stage 0 of 2: waited 2 s for the answer to a heartbeat from the last stage"
+                in server.log), server.log
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+def test_chat_with_stages_answers_as_one_process(chat_model):
+    # Two turns (the second from the first's cached blocks) and a sampled one; mpirun hands its
+    # input to the first stage.
+    turns = "The sea is\nWhy?\n/reset\nOnce upon a time\n"
+    def chat(launcher, *args):
+        result = subprocess.run(launcher + [DITTO, "chat", "-m", chat_model, "-n", "12", "-t", "1", "--temp", "0.8",
+                                            "--seed", "4", *args], input=turns, capture_output=True, text=True,
+                                timeout=120, env=MPI_ENV)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+    one = chat([])
+    assert len(one.splitlines()) == 3
+    assert chat(mpirun(2), "--stages", "2") == one
 
 
 def test_two_replicas_give_the_same_answers(chat_model):

@@ -90,6 +90,53 @@ TEST(Simd, QuantisedMatmulWithExtremeScalesMatchesReference) {
   }
 }
 
+
+// matmuls(): several matrices of one input, in one hand-off, give each matrix the bits of its
+// own reference matmul — in the int8 numerics with two group sizes (inputs rounded once for
+// each), in the exact one with dense and quantised matrices (both paths), and with both numerics
+// in one call; ragged panels, decode and prefill, 1 and 3 threads, every target.
+TEST(Simd, MatmulsOfOneInputMatchTheReferenceOfEachMatrix) {
+  const size_t k = 256;
+  const auto quantised = [&](DType dtype, size_t n, Numerics numerics) {
+    return PackedMatrix::pack(dtype, n, k, testing::random_quant_blocks(dtype, n * k, n + size_t(dtype), 1.0f).data(), {},
+                              numerics);
+  };
+  std::vector<unsigned char> dense(50 * k * dtype_size(DType::F16));
+  const auto values = random_floats(50 * k, 11);
+  for (size_t i = 0; i < values.size(); ++i) store_from_f32(dense.data(), DType::F16, i, values[i]);
+  std::vector<PackedMatrix> int8, exact, both;
+  int8.push_back(quantised(DType::Q4_K, 17, Numerics::Int8));
+  int8.push_back(quantised(DType::Q6_K, 50, Numerics::Int8));
+  int8.push_back(quantised(DType::Q8_0, 129, Numerics::Int8));
+  exact.push_back(quantised(DType::Q4_1, 33, Numerics::Exact));
+  exact.push_back(PackedMatrix::pack(DType::F16, 50, k, dense.data()));
+  exact.push_back(quantised(DType::Q6_K, 17, Numerics::Exact));
+  both.push_back(quantised(DType::Q4_K, 17, Numerics::Int8));
+  both.push_back(quantised(DType::Q4_K, 33, Numerics::Exact));
+  for (const auto* matrices : {&int8, &exact, &both})
+    for (size_t rows : {1, 5, 17, 70}) {
+      const auto x = random_floats(rows * k, rows, 3.0f);
+      std::vector<std::vector<float>> expected;
+      for (const PackedMatrix& w : *matrices) {
+        expected.emplace_back(rows * w.view().rows);
+        (w.view().numerics == Numerics::Int8 ? ref::matmul_int8 : ref::matmul)(x.data(), rows, w.view(),
+                                                                                 expected.back().data(), 1);
+      }
+      for_each_target([&] {
+        for (int threads : {1, 3}) {
+          std::vector<std::vector<float>> got;
+          std::vector<kernels::MatmulJob> jobs;
+          for (const PackedMatrix& w : *matrices) got.emplace_back(rows * w.view().rows, -1.0f);
+          for (size_t j = 0; j < matrices->size(); ++j) jobs.push_back({(*matrices)[j].view(), got[j].data()});
+          kernels::matmuls(x.data(), rows, jobs, threads);
+          for (size_t j = 0; j < jobs.size(); ++j)
+            EXPECT_TRUE(same_bits(got[j], expected[j]))
+                << "matrix " << j << " of " << jobs.size() << " (" << dtype_name(jobs[j].w.dtype) << "), rows " << rows
+                << ", threads " << threads;
+        }
+      });
+    }
+}
 TEST(Simd, RmsNormMatchesReference) {
   for (size_t n : {1, 3, 15, 16, 17, 40, 100, 1024, 1031}) {
     const auto x = random_floats(3 * n, n, 4.0f);

@@ -1,4 +1,5 @@
 #pragma once
+#include <span>
 #include <string>
 
 #include "kernels/ref/kernels.h"
@@ -9,8 +10,16 @@
 namespace ditto::kernels {
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
-// matmul() of a matrix packed for the int8 numerics (ref::matmul_int8).
-void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int threads);
+// One matrix of matmuls(): its outputs y (x's rows x w.rows).
+struct MatmulJob {
+  MatrixView w;
+  float* y;
+};
+// matmul() of the same rows x by every job's matrix, the same bits, with one hand-off to the
+// threads (and, in the int8 numerics, one rounding of x) for all of them: e.g. q, k and v.
+void matmuls(const float* x, size_t rows, std::span<const MatmulJob> jobs, int threads);
+// matmuls() of matrices packed for the int8 numerics (ref::matmul_int8).
+void matmuls_int8(const float* x, size_t rows, std::span<const MatmulJob> jobs, int threads);
 // The int8 numerics' rounding of matmul inputs (ref::quantize_rows), `padding` zero rows after them.
 void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding = 0,
                    int threads = 1);

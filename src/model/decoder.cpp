@@ -60,8 +60,8 @@ void mixture_of_experts(const ModelConfig& c, const LayerWeights& layer, const f
     for (size_t m = 0; m < members.size(); ++m)
       std::copy_n(normed + members[m].first * hidden, hidden, &s.expert_in[m * hidden]);
     const ExpertWeights& expert = layer.experts[e];
-    kernels::matmul(s.expert_in.data(), members.size(), expert.gate.view(), s.expert_gate.data(), threads);
-    kernels::matmul(s.expert_in.data(), members.size(), expert.up.view(), s.expert_up.data(), threads);
+    kernels::matmuls(s.expert_in.data(), members.size(),
+                     {{{expert.gate.view(), s.expert_gate.data()}, {expert.up.view(), s.expert_up.data()}}}, threads);
     kernels::silu_mul(s.expert_gate.data(), s.expert_up.data(), members.size() * width, s.expert_gate.data());
     kernels::matmul(s.expert_gate.data(), members.size(), expert.down.view(), s.expert_out.data(), threads);
     for (size_t m = 0; m < members.size(); ++m) {
@@ -141,9 +141,8 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     const size_t l = w.part.first_layer + i;
     const size_t angles = c.layer_rope_theta(l) == c.rope_theta ? 0 : rows * half;
     kernels::rmsnorm(x.data(), rows, hidden, layer.attention_norm.data(), c.rms_norm_eps, normed.data());
-    kernels::matmul(normed.data(), rows, layer.q.view(), q.data(), threads);
-    kernels::matmul(normed.data(), rows, layer.k.view(), k.data(), threads);
-    kernels::matmul(normed.data(), rows, layer.v.view(), v.data(), threads);
+    kernels::matmuls(normed.data(), rows, {{{layer.q.view(), q.data()}, {layer.k.view(), k.data()}, {layer.v.view(), v.data()}}},
+                     threads);
     if (c.qkv_bias) {
       kernels::add_bias(q.data(), rows, q_width, layer.q_bias.data());
       kernels::add_bias(k.data(), rows, kv_width, layer.k_bias.data());
@@ -176,8 +175,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       mixture_of_experts(c, layer, normed.data(), rows, projected.data(), threads, scratch);
       observe(l, {{"mlp_norm", &normed}, {"router", &scratch.router}, {"experts", &projected}});
     } else {
-      kernels::matmul(normed.data(), rows, layer.gate.view(), gate.data(), threads);
-      kernels::matmul(normed.data(), rows, layer.up.view(), up.data(), threads);
+      kernels::matmuls(normed.data(), rows, {{{layer.gate.view(), gate.data()}, {layer.up.view(), up.data()}}}, threads);
       activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
       kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
       observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});

@@ -2,6 +2,7 @@
 // over k of the reference, vectorised across the 16 outputs of a panel.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <utility>
 
 #include "kernels/kernels.h"
@@ -26,6 +27,9 @@ constexpr size_t kVectorsPerPanel = kPanelRows / kLanesF;
 // Register tile: rows x panels accumulators (24 of 32 zmm on AVX-512, 12 of 16 ymm on AVX2).
 constexpr size_t kTileRows = kLanesF == 16 ? 8 : 6;
 constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
+// Decode (one row) runs tiles of this many panels: one fma chain per vector, and with AVX2's 2
+// (one panel) the chains' latency, not the fma units, bounded it; 8 chains cover it.
+constexpr size_t kDecodePanels = kLanesF == 16 ? kTilePanels : 4;
 // Quantised weights up to this many rows (decode, small chunks) are dequantised in registers by
 // every tile; with more, a block is dequantised once and shared by the row tiles (measured:
 // equal at 16 rows, 1.2x faster from 64).
@@ -116,7 +120,7 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 }
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
-// with the scales of their block. Always starts the chains (MatmulDirect runs whole rows) and
+// with the scales of their block. Always starts the chains (DirectGroup runs whole rows) and
 // does not prefetch (decode of quantised weights is bound by the dequantising arithmetic). Kept
 // apart from Tile(): with both loops in one function GCC stored every accumulator to the stack
 // on every input.
@@ -177,6 +181,7 @@ constexpr std::array<std::array<TileFn, kTileRows>, sizeof...(P)> TilesByPanels(
 
 template <DType kDtype>
 TileFn SelectTile(size_t rows, size_t panels) {
+  if (rows == 1 && panels == kDecodePanels) return TileFor<1, kDecodePanels, kDtype>();
   static constexpr auto kTiles = TilesByPanels<kDtype>(std::make_index_sequence<kTilePanels>());
   return kTiles[panels - 1][rows - 1];
 }
@@ -200,12 +205,14 @@ TileFn SelectTile(DType dtype, size_t rows, size_t panels) {
   return SelectTile<DType::F32>(rows, panels);
 }
 
-// The panels of one thread's work: kTilePanels at a time, the last group maybe fewer.
+// The panels of one thread's work: `size` at a time (kTilePanels, or kDecodePanels for one
+// row), the last group maybe fewer.
+size_t GroupPanels(size_t rows) { return rows == 1 ? kDecodePanels : kTilePanels; }
 struct PanelGroup {
   size_t first_panel, panels, n0, valid_columns;
-  PanelGroup(const MatrixView& w, size_t g)
-      : first_panel(g * kTilePanels),
-        panels(std::min(kTilePanels, w.panels() - first_panel)),
+  PanelGroup(const MatrixView& w, size_t g, size_t size = kTilePanels)
+      : first_panel(g * size),
+        panels(std::min(size, w.panels() - first_panel)),
         n0(first_panel * kPanelRows),
         valid_columns(std::min(panels * kPanelRows, w.rows - n0)) {}
 };
@@ -219,29 +226,31 @@ Prefetch NextGroup(const MatrixView& w, const PanelGroup& group) {
   return {start, size_t(static_cast<const unsigned char*>(w.panel(end)) - start) / 64};
 }
 
-// Dense weights, and quantised ones for few rows: every tile reads the packed weights itself,
-// widening 16-bit ones in registers (free beside the fmas, and half the bytes of a widened copy).
-void MatmulDirect(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  const size_t groups = (w.panels() + kTilePanels - 1) / kTilePanels;
-  parallel_for(threads, groups, [&](size_t group_begin, size_t group_end) {
-    for (size_t g = group_begin; g < group_end; ++g) {
-      const PanelGroup group(w, g);
-      const PanelSource weights =
-          is_quantized(w.dtype) ? PanelSource{w.panel(group.first_panel), w.cols / quant_group_size(w.dtype), 0}
-                                : PanelSource{w.panel(group.first_panel), w.cols * kPanelRows, kPanelRows};
-      // Only where a group has several row tiles: with one (decode), prefetching made decode
-      // 16% slower, most likely by evicting the group's own lines from L1.
-      const Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
-      size_t prefetched = 0;
-      for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
-        const size_t tile_rows = std::min(kTileRows, rows - m0);
-        const Prefetch prefetch{next.start + prefetched * 64, std::min(w.cols, next.lines - prefetched)};
-        prefetched += prefetch.lines;
-        SelectTile(w.dtype, tile_rows, group.panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + group.n0,
-                                                    w.rows, group.valid_columns, true, prefetch);
-      }
+// Dense weights, and quantised ones for few rows: every tile of group `g` reads the packed
+// weights itself, widening 16-bit ones in registers (free beside the fmas, and half the bytes of
+// a widened copy).
+void DirectGroup(const float* x, size_t rows, const MatrixView& w, float* y, size_t g) {
+  const PanelGroup group(w, g, GroupPanels(rows));
+  // A group of kDecodePanels runs as one tile; fewer panels than that, one panel at a time where
+  // kTilePanels is fewer.
+  const size_t tile_panels = group.panels <= kTilePanels || group.panels == kDecodePanels ? group.panels : 1;
+  // Only where a group has several row tiles: with one (decode), prefetching made decode
+  // 16% slower, most likely by evicting the group's own lines from L1.
+  const Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
+  size_t prefetched = 0;
+  for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
+    const size_t tile_rows = std::min(kTileRows, rows - m0);
+    const Prefetch prefetch{next.start + prefetched * 64, std::min(w.cols, next.lines - prefetched)};
+    prefetched += prefetch.lines;
+    for (size_t p = 0; p < group.panels; p += tile_panels) {
+      const size_t panel = group.first_panel + p, n0 = panel * kPanelRows;
+      const PanelSource weights = is_quantized(w.dtype)
+                                      ? PanelSource{w.panel(panel), w.cols / quant_group_size(w.dtype), 0}
+                                      : PanelSource{w.panel(panel), w.cols * kPanelRows, kPanelRows};
+      SelectTile(w.dtype, tile_rows, tile_panels)(x + m0 * w.cols, w.cols, weights, w.cols, y + m0 * w.rows + n0, w.rows,
+                                                  std::min(tile_panels * kPanelRows, w.rows - n0), true, prefetch);
     }
-  });
+  }
 }
 
 // Quantised weights: dequantises inputs k0 .. k0+block_k (whole groups of G) of panel `panel`
@@ -263,44 +272,51 @@ void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_
   }
 }
 
-// Quantised weights: dequantise a block of a group's weights to f32 once, k-major across the
+// Quantised weights: dequantise a block of group `g`'s weights to f32 once, k-major across the
 // group's panels, then run every row tile over it. The chains continue across blocks in y.
-void MatmulBlocked(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  const size_t groups = (w.panels() + kTilePanels - 1) / kTilePanels;
-  parallel_for(threads, groups, [&](size_t group_begin, size_t group_end) {
-    // Kept per thread: a fresh 400 KB buffer per call cost a page fault and zeroing per page.
-    thread_local const auto block = hwy::AllocateAligned<float>(kBlockK * kTilePanels * kPanelRows);
-    for (size_t g = group_begin; g < group_end; ++g) {
-      const PanelGroup group(w, g);
-      const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
-      const Prefetch next = NextGroup(w, group);
-      size_t prefetched = 0;
-      for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
-        const size_t block_k = std::min(kBlockK, w.cols - k0);
-        for (size_t p = 0; p < group.panels; ++p)
-          (quant_group_size(w.dtype) == 16 ? DequantizePanel<16> : DequantizePanel<32>)(
-              w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
-        for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
-          const size_t tile_rows = std::min(kTileRows, rows - m0);
-          const Prefetch prefetch{next.start + prefetched * 64, std::min(block_k, next.lines - prefetched)};
-          prefetched += prefetch.lines;
-          SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
-                                                          y + m0 * w.rows + group.n0, w.rows, group.valid_columns,
-                                                          k0 == 0, prefetch);
-        }
-      }
+void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, size_t g) {
+  // Kept per thread: a fresh 400 KB buffer per call cost a page fault and zeroing per page.
+  thread_local const auto block = hwy::AllocateAligned<float>(kBlockK * kTilePanels * kPanelRows);
+  const PanelGroup group(w, g);
+  const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
+  const Prefetch next = NextGroup(w, group);
+  size_t prefetched = 0;
+  for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
+    const size_t block_k = std::min(kBlockK, w.cols - k0);
+    for (size_t p = 0; p < group.panels; ++p)
+      (quant_group_size(w.dtype) == 16 ? DequantizePanel<16> : DequantizePanel<32>)(w, group.first_panel + p, k0,
+                                                                                    block_k, p, group.panels, block.get());
+    for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
+      const size_t tile_rows = std::min(kTileRows, rows - m0);
+      const Prefetch prefetch{next.start + prefetched * 64, std::min(block_k, next.lines - prefetched)};
+      prefetched += prefetch.lines;
+      SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
+                                                      y + m0 * w.rows + group.n0, w.rows, group.valid_columns, k0 == 0,
+                                                      prefetch);
+    }
+  }
+}
+
+// Every job's matmul of the same rows: the panel groups of all of them, one after the other,
+// are one hand-off to the threads (a 16-row chunk of a small model is short enough that a
+// hand-off per matrix costs it; each output is computed as by a call of its own).
+void Matmuls(const float* x, size_t rows, std::span<const kernels::MatmulJob> jobs, int threads) {
+  const auto groups = [rows](const MatrixView& w) { return (w.panels() + GroupPanels(rows) - 1) / GroupPanels(rows); };
+  size_t total = 0;
+  for (const kernels::MatmulJob& job : jobs) total += groups(job.w);
+  parallel_for(threads, total, [&](size_t begin, size_t end) {
+    size_t j = 0, first = 0;  // job j's groups start at `first`
+    for (size_t g = begin; g < end; ++g) {
+      while (g >= first + groups(jobs[j].w)) first += groups(jobs[j++].w);
+      const MatrixView& w = jobs[j].w;
+      (is_quantized(w.dtype) && rows > kQuantDirectRows ? BlockedGroup : DirectGroup)(x, rows, w, jobs[j].y, g - first);
     }
   });
 }
 
-void Matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  if (is_quantized(w.dtype) && rows > kQuantDirectRows) return MatmulBlocked(x, rows, w, y, threads);
-  MatmulDirect(x, rows, w, y, threads);
-}
-
 #else
-void Matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  ref::matmul(x, rows, w, y, threads);
+void Matmuls(const float* x, size_t rows, std::span<const kernels::MatmulJob> jobs, int threads) {
+  for (const kernels::MatmulJob& job : jobs) ref::matmul(x, rows, job.w, job.y, threads);
 }
 #endif  // DITTO_SIMD_HAS_FMA
 
@@ -310,11 +326,18 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace ditto::kernels {
 
-HWY_EXPORT(Matmul);
+HWY_EXPORT(Matmuls);
+
+void matmuls(const float* x, size_t rows, std::span<const MatmulJob> jobs, int threads) {
+  const auto int8 = [](const MatmulJob& job) { return job.w.numerics == Numerics::Int8; };
+  if (std::all_of(jobs.begin(), jobs.end(), int8)) return matmuls_int8(x, rows, jobs, threads);
+  if (std::none_of(jobs.begin(), jobs.end(), int8)) return HWY_DYNAMIC_DISPATCH(Matmuls)(x, rows, jobs, threads);
+  for (const MatmulJob& job : jobs) matmul(x, rows, job.w, job.y, threads);  // both numerics: one at a time
+}
 
 void matmul(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  if (w.numerics == Numerics::Int8) return matmul_int8(x, rows, w, y, threads);
-  HWY_DYNAMIC_DISPATCH(Matmul)(x, rows, w, y, threads);
+  const MatmulJob job{w, y};
+  matmuls(x, rows, std::span(&job, 1), threads);
 }
 
 }  // namespace ditto::kernels

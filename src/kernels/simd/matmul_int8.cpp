@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels.h"
@@ -253,19 +254,40 @@ void QuantizeRows(const float* x, size_t rows, size_t cols, size_t group, ref::I
   parallel_for(threads, rows, quantize);
 }
 
-void MatmulInt8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
+// Below this many rows the inputs are rounded by the calling thread: rounding a chunk's few rows
+// is shorter than handing it to the pool.
+constexpr size_t kParallelQuantizeRows = 64;
+
+// Every job's matmul of the same rows: the inputs rounded once per group size (32 or 16) the
+// jobs' types use, and the panel groups of all jobs, one after the other, one hand-off to the
+// threads (each output is computed as by a call of its own).
+void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob> jobs, int threads) {
   // Kept per calling thread, so that the buffers keep their memory from call to call; the
   // workers read the caller's (a thread_local named in the lambda would be their own).
-  thread_local ref::Int8Rows rows_of_caller;
-  ref::Int8Rows& in = rows_of_caller;
+  thread_local ref::Int8Rows rows_of_caller[2];  // by group size: 32, 16
+  ref::Int8Rows* const by_group = rows_of_caller;
+  const auto inputs = [by_group](const MatrixView& w) -> ref::Int8Rows& { return by_group[quant_group_size(w.dtype) == 16]; };
   const size_t tile_rows = rows == 1 ? 1 : kTileRows;
   const size_t padded = (rows + tile_rows - 1) / tile_rows * tile_rows;
-  QuantizeRows(x, rows, w.cols, quant_group_size(w.dtype), in, padded - rows, threads);
+  bool rounded[2] = {false, false};
+  for (const kernels::MatmulJob& job : jobs) {
+    const size_t group = quant_group_size(job.w.dtype);
+    if (rounded[group == 16]) continue;
+    rounded[group == 16] = true;
+    QuantizeRows(x, rows, job.w.cols, group, inputs(job.w), padded - rows, rows < kParallelQuantizeRows ? 1 : threads);
+  }
   const size_t group_panels = rows == 1 ? kDecodePanels : kTilePanels;
-  const size_t panel_groups = (w.panels() + group_panels - 1) / group_panels;
-  parallel_for(threads, panel_groups, [&](size_t begin, size_t end) {
+  const auto groups = [&](const MatrixView& w) { return (w.panels() + group_panels - 1) / group_panels; };
+  size_t total = 0;
+  for (const kernels::MatmulJob& job : jobs) total += groups(job.w);
+  parallel_for(threads, total, [&](size_t begin, size_t end) {
+    size_t j = 0, first_group = 0;  // job j's groups start at first_group
     for (size_t g = begin; g < end; ++g) {
-      const size_t first = g * group_panels, panels = std::min(group_panels, w.panels() - first);
+      while (g >= first_group + groups(jobs[j].w)) first_group += groups(jobs[j++].w);
+      const MatrixView& w = jobs[j].w;
+      const ref::Int8Rows& in = inputs(w);
+      float* y = jobs[j].y;
+      const size_t first = (g - first_group) * group_panels, panels = std::min(group_panels, w.panels() - first);
       for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
         float* out = y + m0 * w.rows;
         if (panels == group_panels) {
@@ -288,8 +310,8 @@ void QuantizeRows(const float* x, size_t rows, size_t cols, size_t group, ref::I
   ref::quantize_rows(x, rows, cols, group, out);
   out.resize(rows, cols, group, padding);
 }
-void MatmulInt8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  ref::matmul_int8(x, rows, w, y, threads);
+void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob> jobs, int threads) {
+  for (const kernels::MatmulJob& job : jobs) ref::matmul_int8(x, rows, job.w, job.y, threads);
 }
 #endif  // DITTO_SIMD_HAS_FMA
 
@@ -300,15 +322,15 @@ HWY_AFTER_NAMESPACE();
 namespace ditto::kernels {
 
 HWY_EXPORT(QuantizeRows);
-HWY_EXPORT(MatmulInt8);
+HWY_EXPORT(MatmulsInt8);
 
 void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::Int8Rows& out, size_t padding,
                    int threads) {
   HWY_DYNAMIC_DISPATCH(QuantizeRows)(x, rows, cols, group, out, padding, threads);
 }
 
-void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int threads) {
-  HWY_DYNAMIC_DISPATCH(MatmulInt8)(x, rows, w, y, threads);
+void matmuls_int8(const float* x, size_t rows, std::span<const MatmulJob> jobs, int threads) {
+  HWY_DYNAMIC_DISPATCH(MatmulsInt8)(x, rows, jobs, threads);
 }
 
 }  // namespace ditto::kernels

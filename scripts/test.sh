@@ -15,10 +15,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 echo "== C++ tests under ASan + UBSan (build-asan/)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDITTO_SANITIZE=ON -DDITTO_TESTS=ON -DDITTO_PYTHON=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)" --target core_tests tokenizer_tests chat_tests hostile_tests
-build-asan/tests/core_tests --gtest_brief=1
-build-asan/tests/tokenizer/tokenizer_tests --gtest_brief=1
-build-asan/tests/chat/chat_tests --gtest_brief=1
-build-asan/tests/hostile_tests --gtest_brief=1
+ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 
 # The hostile-input suite again with clang, whose sanitizers are another implementation of the
 # same checks, each catching some things the other misses (float-to-integer conversions out of

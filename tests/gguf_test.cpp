@@ -173,60 +173,66 @@ std::shared_ptr<const Model> tiny_model(DType dtype, Numerics numerics) {
   return model;
 }
 
+// The model-level tests of quantised files, one test per type and numerics: apart, so that a
+// failure names its case and ctest -j runs them side by side.
+class QuantisedModel : public ::testing::TestWithParam<std::tuple<Numerics, DType>> {};
+
+INSTANTIATE_TEST_SUITE_P(Gguf, QuantisedModel,
+                         ::testing::Combine(::testing::ValuesIn(kBothNumerics), ::testing::ValuesIn(kQuantizedDTypes)),
+                         [](const auto& info) {
+                           return numerics_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
+                         });
+
 // The quantised model keeps the contract, in both numerics: every chunking, thread count and
 // decode give the bits of the whole-prompt run.
-TEST(Gguf, QuantisedModelIsInvariantToChunksThreadsAndDecode) {
-  for (const Numerics numerics : kBothNumerics)
-  for (DType dtype : kQuantizedDTypes) {
-    const auto model = tiny_model(dtype, numerics);
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
-    Session whole(model, {64, DType::F32, 1});
-    const auto expected = whole.prefill(prompt, Logits::All);
-    for (size_t chunk : {1, 2, 3, 7, 16, 17, 31}) {
-      for (int threads : {1, 2, 3}) {
-        Session session(model, {64, DType::F32, threads});
-        std::vector<float> logits;
-        for (size_t at = 0; at < prompt.size(); at += chunk) {
-          const size_t count = std::min(chunk, prompt.size() - at);
-          const auto part = chunk == 1 ? session.decode(prompt[at])
-                                       : session.prefill(std::span(prompt).subspan(at, count), Logits::All);
-          logits.insert(logits.end(), part.begin(), part.end());
-        }
-        ASSERT_EQ(std::memcmp(logits.data(), expected.data(), expected.size() * 4), 0)
-            << numerics_name(numerics) << " " << dtype_name(dtype) << " chunk " << chunk << " threads " << threads;
+TEST_P(QuantisedModel, IsInvariantToChunksThreadsAndDecode) {
+  const auto [numerics, dtype] = GetParam();
+  const auto model = tiny_model(dtype, numerics);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
+  Session whole(model, {64, DType::F32, 1});
+  const auto expected = whole.prefill(prompt, Logits::All);
+  for (size_t chunk : {1, 2, 3, 7, 16, 17, 31}) {
+    for (int threads : {1, 2, 3}) {
+      Session session(model, {64, DType::F32, threads});
+      std::vector<float> logits;
+      for (size_t at = 0; at < prompt.size(); at += chunk) {
+        const size_t count = std::min(chunk, prompt.size() - at);
+        const auto part = chunk == 1 ? session.decode(prompt[at])
+                                     : session.prefill(std::span(prompt).subspan(at, count), Logits::All);
+        logits.insert(logits.end(), part.begin(), part.end());
       }
+      ASSERT_EQ(std::memcmp(logits.data(), expected.data(), expected.size() * 4), 0)
+          << numerics_name(numerics) << " " << dtype_name(dtype) << " chunk " << chunk << " threads " << threads;
     }
   }
 }
 
 // ... and every SIMD target gives the bits of the scalar reference (the in-register and the
 // blocked dequantisation both: 40 rows whole, then in chunks of 16).
-TEST(Gguf, QuantisedModelGivesTheSameBitsOnEveryTarget) {
-  for (const Numerics numerics : kBothNumerics)
-  for (DType dtype : kQuantizedDTypes) {
-    const auto model = tiny_model(dtype, numerics);
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
-    std::vector<std::pair<std::string, std::vector<float>>> runs;  // (target and chunk, logits)
-    testing::for_each_target([&] {
-      for (size_t chunk : {size_t(40), size_t(16)}) {
-        Session session(model, {64, DType::F32, 2});
-        std::vector<float> logits;
-        for (size_t at = 0; at < prompt.size(); at += chunk) {
-          const auto part = session.prefill(std::span(prompt).subspan(at, std::min(chunk, prompt.size() - at)),
-                                            Logits::All);
-          logits.insert(logits.end(), part.begin(), part.end());
-        }
-        runs.emplace_back(kernels::target_name() + " chunk " + std::to_string(chunk), std::move(logits));
+TEST_P(QuantisedModel, GivesTheSameBitsOnEveryTarget) {
+  const auto [numerics, dtype] = GetParam();
+  const auto model = tiny_model(dtype, numerics);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back((i * 37 + 5) % 80);
+  std::vector<std::pair<std::string, std::vector<float>>> runs;  // (target and chunk, logits)
+  testing::for_each_target([&] {
+    for (size_t chunk : {size_t(40), size_t(16)}) {
+      Session session(model, {64, DType::F32, 2});
+      std::vector<float> logits;
+      for (size_t at = 0; at < prompt.size(); at += chunk) {
+        const auto part = session.prefill(std::span(prompt).subspan(at, std::min(chunk, prompt.size() - at)),
+                                          Logits::All);
+        logits.insert(logits.end(), part.begin(), part.end());
       }
-    });
-    ASSERT_GE(runs.size(), 2u);
-    for (const auto& [name, logits] : runs)
-      ASSERT_EQ(std::memcmp(logits.data(), runs.front().second.data(), logits.size() * 4), 0)
-          << numerics_name(numerics) << " " << dtype_name(dtype) << ": " << name << " differs from "
-          << runs.front().first;
-  }
+      runs.emplace_back(kernels::target_name() + " chunk " + std::to_string(chunk), std::move(logits));
+    }
+  });
+  ASSERT_GE(runs.size(), 2u);
+  for (const auto& [name, logits] : runs)
+    ASSERT_EQ(std::memcmp(logits.data(), runs.front().second.data(), logits.size() * 4), 0)
+        << numerics_name(numerics) << " " << dtype_name(dtype) << ": " << name << " differs from "
+        << runs.front().first;
 }
 
 // The bits of the int8 numerics on the tiny model of each type, pinned like the exact ones in

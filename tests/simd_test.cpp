@@ -59,18 +59,23 @@ TEST(Simd, MatmulMatchesReference) {
 }
 
 // Quantised weights: random blocks (finite scales), inputs that span several blocks of the
-// prefill kernel, and decode (one row) as well as prefill.
-TEST(Simd, QuantisedMatmulMatchesReference) {
-  for (DType dtype : kQuantizedDTypes) {
-    // Up to 16 rows the tiles dequantise in registers, beyond that a block of 2048 inputs at a
-    // time; the last shape spans two such blocks. Inputs are whole blocks (of 256 for K-quants).
-    const size_t block = dtype_block_elements(dtype);
-    for (size_t rows : {1, 2, 5, 9, 16, 17, 70}) {
-      for (auto [n, inputs] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
-        const size_t k = (inputs + block - 1) / block * block;
-        const auto source = testing::random_quant_blocks(dtype, n * k, n * 31 + k, 1.0f);
-        expect_matmul_matches_reference(dtype, source, n, k, rows);
-      }
+// prefill kernel, and decode (one row) as well as prefill. One test per type, so that ctest -j
+// runs them side by side.
+class QuantisedMatmul : public ::testing::TestWithParam<DType> {};
+
+INSTANTIATE_TEST_SUITE_P(Simd, QuantisedMatmul, ::testing::ValuesIn(kQuantizedDTypes),
+                         [](const auto& info) { return dtype_name(info.param); });
+
+TEST_P(QuantisedMatmul, MatchesReference) {
+  const DType dtype = GetParam();
+  // Up to 16 rows the tiles dequantise in registers, beyond that a block of 2048 inputs at a
+  // time; the last shape spans two such blocks. Inputs are whole blocks (of 256 for K-quants).
+  const size_t block = dtype_block_elements(dtype);
+  for (size_t rows : {1, 2, 5, 9, 16, 17, 70}) {
+    for (auto [n, inputs] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
+      const size_t k = (inputs + block - 1) / block * block;
+      const auto source = testing::random_quant_blocks(dtype, n * k, n * 31 + k, 1.0f);
+      expect_matmul_matches_reference(dtype, source, n, k, rows);
     }
   }
 }

@@ -179,7 +179,8 @@ DEEP = 4096  # depths beyond this run --deep-reps repetitions
 
 
 class StoredFigures:
-    """llama.cpp's figures kept in a JSON file (or nowhere): measured when absent, read when there."""
+    """llama.cpp's figures, measured once a run (the same for every ditto numerics) and kept in a
+    JSON file if one is given: read from it when there."""
 
     def __init__(self, path):
         self.path = path
@@ -187,16 +188,16 @@ class StoredFigures:
         if path and os.path.exists(path):
             with open(path) as f:
                 self.figures = json.load(f)
+        self.from_file = set(self.figures)
 
     def get(self, key, measure):
         """(figures, whether they were read from the file)."""
-        if key in self.figures:
-            return self.figures[key], True
-        self.figures[key] = measure()
-        if self.path:
-            with open(self.path, "w") as f:
-                json.dump(self.figures, f, indent=1)
-        return self.figures[key], False
+        if key not in self.figures:
+            self.figures[key] = measure()
+            if self.path:
+                with open(self.path, "w") as f:
+                    json.dump(self.figures, f, indent=1)
+        return self.figures[key], key in self.from_file
 
 
 def main():
@@ -246,7 +247,6 @@ def main():
             if not os.path.exists(gguf_path):
                 write_gguf(checkpoint, gguf_path, dtype)
             runs.append((dtype, checkpoint, gguf_path, None))
-    # llama.cpp's figures for a file and depth, the same for every ditto numerics.
     stored = StoredFigures(args.llama_cpp_figures)
     for weights, ours_path, theirs_path, numerics in runs:
         for depth in depths:

@@ -11,14 +11,23 @@ median tokens/s, ditto's GFLOP/s (prefill) and GB/s of weights and KV read (deco
 ratio ditto / llama.cpp. Repetitions are timed separately and the medians reported: the machine
 is shared and noisy.
 
+Deep contexts take long (llama.cpp computes each context once per flash-attention setting, and
+its decode at depth 16,384 runs at a few tokens/s), so depths past 4,096 run --deep-reps
+repetitions (1 by default) instead of --reps, and llama.cpp's decode warms up on 8 tokens rather
+than a whole tg128. With --llama-cpp-figures FILE, llama.cpp's figures are kept in FILE (JSON,
+one entry per GGUF file, depth, cache type, threads, repetitions and flash setting) and read from
+it when there, so that a long run can be split over several sittings (e.g. `--engines llama.cpp`
+at one depth, later ditto against the stored figures); the table marks figures read from FILE.
+
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
 default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`), ditto in
 each of --numerics (exact,int8: docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that
 SIMD target (DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp
 runs as built.
 
-usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--dtypes bf16,f16]
+usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--deep-reps 1] [--dtypes bf16,f16]
                                     [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
+                                    [--llama-cpp-figures FILE] [--engines ditto,llama.cpp]
        python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2] [--threads 2]
                                     [--reps 3] [--depth 0]
 """
@@ -143,7 +152,7 @@ def llama_cpp_figures(gguf_path, threads, reps, depth, cache, flash):
         random_tokens = lambda n: [int(t) for t in rng.integers(0, llm.n_vocab(), n)]  # noqa: E731
         llm.eval(random_tokens(depth))
         samples = []
-        for r in range(reps + 1):
+        for r in range(reps + 1):  # r = 0 warms up
             prompt = random_tokens(512)
             llm.n_tokens = depth
             start = time.perf_counter()
@@ -153,16 +162,42 @@ def llama_cpp_figures(gguf_path, threads, reps, depth, cache, flash):
         figures[f"pp512 chunk {batch}"] = statistics.median(samples)
         if batch == 512:
             samples = []
-            for r in range(reps + 1):
+            for r in range(reps + 1):  # r = 0 warms up, on a few tokens: each token is the same work
                 llm.n_tokens = depth
+                tokens = prompt[:128 if r else 8]
                 start = time.perf_counter()
-                for token in prompt[:128]:
+                for token in tokens:
                     llm.eval([token])
                 if r:
-                    samples.append(128 / (time.perf_counter() - start))
+                    samples.append(len(tokens) / (time.perf_counter() - start))
             figures["tg128"] = statistics.median(samples)
         del llm
     return figures
+
+
+DEEP = 4096  # depths beyond this run --deep-reps repetitions
+
+
+class StoredFigures:
+    """llama.cpp's figures, measured once a run (the same for every ditto numerics) and kept in a
+    JSON file if one is given: read from it when there."""
+
+    def __init__(self, path):
+        self.path = path
+        self.figures = {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.figures = json.load(f)
+        self.from_file = set(self.figures)
+
+    def get(self, key, measure):
+        """(figures, whether they were read from the file)."""
+        if key not in self.figures:
+            self.figures[key] = measure()
+            if self.path:
+                with open(self.path, "w") as f:
+                    json.dump(self.figures, f, indent=1)
+        return self.figures[key], key in self.from_file
 
 
 def main():
@@ -170,6 +205,7 @@ def main():
     parser.add_argument("--work", default="/tmp/ditto-bench", help="where the checkpoints and GGUF files go")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--deep-reps", type=int, default=1, help=f"repetitions at depths beyond {DEEP}")
     parser.add_argument("--dtypes", default="bf16,f16")
     parser.add_argument("--depth", default="0", help="context depths, comma-separated, e.g. 0,4096,16384")
     parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
@@ -178,7 +214,12 @@ def main():
     parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
     parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
     parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
+    parser.add_argument("--llama-cpp-figures", help="JSON file keeping llama.cpp's figures between runs")
+    parser.add_argument("--engines", default="ditto,llama.cpp", choices=("ditto,llama.cpp", "llama.cpp"),
+                        help="llama.cpp alone: measure and store its figures (with --llama-cpp-figures)")
     args = parser.parse_args()
+    if args.engines == "llama.cpp" and not args.llama_cpp_figures:
+        sys.exit("--engines llama.cpp stores its figures: give --llama-cpp-figures FILE")
     depths = [int(d) for d in args.depth.split(",")]
 
     print(f"{args.cache_type} KV cache, {args.threads} threads; llama.cpp with flash attention off / on, the better "
@@ -206,25 +247,33 @@ def main():
             if not os.path.exists(gguf_path):
                 write_gguf(checkpoint, gguf_path, dtype)
             runs.append((dtype, checkpoint, gguf_path, None))
-    theirs = {}  # llama.cpp's figures for a file and depth, the same for every ditto numerics
+    stored = StoredFigures(args.llama_cpp_figures)
     for weights, ours_path, theirs_path, numerics in runs:
         for depth in depths:
-            ours = ditto_figures(args.ditto, ours_path, args.threads, args.reps, depth, args.cache_type, numerics,
+            reps = args.reps if depth <= DEEP else args.deep_reps
+            theirs = []
+            for flash in (False, True):
+                key = f"{os.path.basename(theirs_path)} depth {depth} {args.cache_type} t{args.threads} r{reps} " + \
+                      f"flash {'on' if flash else 'off'}"
+                theirs.append(stored.get(key, lambda: llama_cpp_figures(theirs_path, args.threads, reps, depth,
+                                                                        args.cache_type, flash)))
+            if args.engines == "llama.cpp":
+                print(f"llama.cpp {weights} depth {depth}: flash off {theirs[0][0]}, on {theirs[1][0]}", flush=True)
+                continue
+            ours = ditto_figures(args.ditto, ours_path, args.threads, reps, depth, args.cache_type, numerics,
                                  args.target)
-            if (theirs_path, depth) not in theirs:
-                theirs[theirs_path, depth] = [
-                    llama_cpp_figures(theirs_path, args.threads, args.reps, depth, args.cache_type, flash)
-                    for flash in (False, True)]
-            report(weights + (f" on {args.target}" if args.target else ""), depth, ours, *theirs[theirs_path, depth])
+            report(weights + (f" on {args.target}" if args.target else ""), depth, ours, *theirs)
 
 
-def report(weights, depth, ours, off, on):
+def report(weights, depth, ours, off_stored, on_stored):
+    (off, off_read), (on, on_read) = off_stored, on_stored
+    mark = lambda read: " (stored)" if read else ""  # noqa: E731
     for test in TESTS:
         if test not in ours:
             continue
         best = max(off[test], on[test])
-        print(f"| {weights} | {depth} | {test} | {ours[test]:.1f} | {ours[test + ' rate']} | {off[test]:.1f} | "
-              f"{on[test]:.1f} | {ours[test] / best:.2f} |", flush=True)
+        print(f"| {weights} | {depth} | {test} | {ours[test]:.1f} | {ours[test + ' rate']} | {off[test]:.1f}"
+              f"{mark(off_read)} | {on[test]:.1f}{mark(on_read)} | {ours[test] / best:.2f} |", flush=True)
     if depth == 0:
         print(f"| {weights} | 0 | chunk 16 / chunk 512 | {ours['pp512 chunk 16'] / ours['pp512 chunk 512']:.2f} | | "
               f"{off['pp512 chunk 16'] / off['pp512 chunk 512']:.2f} | "

@@ -323,6 +323,65 @@ TEST(Simd, AttentionTilesAndSplitsMatchReference) {
   }
 }
 
+// Decode steps (one row per sequence), whose jobs sweep a sequence's kv heads side by side,
+// cache block by cache block: one sequence or several, kv heads that the threads' groups divide
+// or not (GQA, MHA, MQA), blocks that do not divide the depth, windows, thread counts that
+// split the kv heads or not.
+TEST(Simd, AttentionDecodeSweepsMatchReference) {
+  struct Shape {
+    size_t heads, kv_heads, head_dim;
+  };
+  for (DType cache_dtype : {DType::F16}) {  // the other types read rows the same way (TilesAndSplits)
+    for (Shape s : {Shape{16, 8, 128}, Shape{6, 6, 64}, Shape{8, 1, 256}, Shape{12, 3, 64}}) {
+      for (size_t block_size : {size_t(16), size_t(5)}) {
+        const std::vector<size_t> lengths{301, 1, 37};
+        const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, block_size, lengths, 41);
+        for (size_t sequences : {size_t(1), lengths.size()}) {
+          std::vector<ref::AttentionRow> rows;
+          for (size_t i = 0; i < sequences; ++i) rows.push_back({cache.tables[i].data(), lengths[i] - 1});
+          const auto q = random_floats(rows.size() * s.heads * s.head_dim, 43, 3.0f);
+          for (size_t window : {size_t(0), size_t(100)}) {
+            const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
+            std::vector<float> expected(q.size());
+            ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
+            for_each_target([&] {
+              for (int threads : {1, 2, 3}) {
+                std::vector<float> got(q.size());
+                kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
+                ASSERT_TRUE(same_bits(got, expected))
+                    << dtype_name(cache_dtype) << " heads " << s.heads << "/" << s.kv_heads << " head_dim " << s.head_dim
+                    << " block " << block_size << " sequences " << sequences << " window " << window << " threads "
+                    << threads;
+              }
+            });
+          }
+        }
+      }
+    }
+  }
+}
+
+// Scores spread far apart, so that a vector of shifted scores holds lanes inside [-87, 0] (the
+// softmax's one-multiply exp), below it (exp's split scaling, subnormal results) and below -104
+// (zero) side by side.
+TEST(Simd, AttentionSoftmaxAcrossExpRanges) {
+  const size_t heads = 4, kv_heads = 2, head_dim = 64, length = 150;
+  const PagedCache cache(DType::F32, kv_heads, head_dim, 16, {length}, 47);
+  std::vector<ref::AttentionRow> rows;
+  for (size_t t = 0; t < 9; ++t) rows.push_back({cache.tables[0].data(), length - 9 + t});
+  for (float spread : {1.0f, 8.0f, 30.0f, 300.0f}) {
+    const auto q = random_floats(rows.size() * heads * head_dim, 53, 3.0f * spread);
+    const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(head_dim))};
+    std::vector<float> expected(q.size());
+    ref::attention(q.data(), rows, cache.view, heads, params, expected.data(), 1);
+    for_each_target([&] {
+      std::vector<float> got(q.size());
+      kernels::attention(q.data(), rows, cache.view, heads, params, got.data(), 2);
+      ASSERT_TRUE(same_bits(got, expected)) << "spread " << spread;
+    });
+  }
+}
+
 // Where a sequence's positions lie in the pool, and the block size, change no bit: the order
 // of every reduction is the order of positions.
 TEST(Simd, AttentionDoesNotDependOnWhereBlocksLie) {

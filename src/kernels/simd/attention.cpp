@@ -37,6 +37,9 @@ constexpr size_t kTileRowHeads = 64;  // row-heads of a tile (so 32 rows for two
 constexpr size_t kKeyBlock = 32, kValueBlock = 64;
 static_assert(kKeyBlock % kLanesF == 0, "key blocks of whole transposed groups");
 constexpr size_t kBlockRows = std::max(kKeyBlock, kValueBlock);
+// Kv heads a decode job sweeps together, cache block by cache block, so that it reads their
+// blocks' rows (which lie side by side) in one stream rather than one kv head after the other.
+constexpr size_t kDecodeSpan = 2;
 // When tiles are too few for the threads (decode), scores split by keys and values by dimensions.
 constexpr size_t kSplitKeys = 256;
 constexpr size_t kSplitDims = 32;
@@ -413,7 +416,9 @@ HWY_INLINE void Softmax(DF d, float* probs, size_t keys) {
   j = 0;
   for (; j + 16 <= keys; j += 16)
     for (size_t v = 0; v < kLaneVectors; ++v) {
-      const VF e = Exp(d, hn::Sub(hn::LoadU(d, probs + j + v * kLanesF), max_v));
+      const VF x = hn::Sub(hn::LoadU(d, probs + j + v * kLanesF), max_v);
+      const bool in_range = hn::AllTrue(d, hn::And(hn::Ge(x, hn::Set(d, -87.0f)), hn::Le(x, hn::Zero(d))));
+      const VF e = in_range ? ExpNonPositive(d, x) : Exp(d, x);
       hn::StoreU(e, d, probs + j + v * kLanesF);
       lanes[v] = hn::Add(lanes[v], e);
     }
@@ -488,14 +493,20 @@ void ValueRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* v
   ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, all_hi, hi, base, v0, v1);
 }
 
-// The tile's outputs, vectors v0 .. v1 - 1 of every row-head, from its probabilities.
-void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t v0, size_t v1, float* widened) {
+// Output vectors v0 .. v1 - 1 of every row-head of the tile set to +0, where their chains start.
+void StartOutputs(DF d, const Tile& tile, size_t v0, size_t v1) {
   for (const RowHead& rh : tile.heads)
     for (size_t v = v0; v < v1; ++v) hn::StoreU(hn::Zero(d), d, rh.out + v * kLanesF);
+}
+
+// The tile's outputs, vectors v0 .. v1 - 1 of every row-head: their chains continued over the
+// keys k0 .. k1 - 1 (all of them before k1 already done).
+void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t k0, size_t k1, size_t v0, size_t v1,
+                  float* widened) {
   const unsigned char* rows[kValueBlock];
   const size_t count = tile.heads.size();
-  for (size_t b0 = tile.base; b0 < tile.end; b0 += kValueBlock) {
-    const size_t b1 = std::min(tile.end, b0 + kValueBlock);
+  for (size_t b0 = k0; b0 < k1; b0 += kValueBlock) {
+    const size_t b1 = std::min(k1, b0 + kValueBlock);
     const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, WidenFor(tile), widened,
                             rows);
     WithRowType(type, [&](auto row_type) {
@@ -545,25 +556,56 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
                               params.first_key(rows[t].position), rows[t].position + 1});
     return tile;
   };
-  const auto give_probs = [](Tile& tile, float* probs) {
-    for (RowHead& rh : tile.heads) {
-      rh.probs = probs;
-      probs += tile.end - tile.base;
-    }
+  // Room in `probs` for the scores of every row-head of `some` tiles, one after the other.
+  const auto give_probs = [](std::vector<Tile>& some, std::vector<float>& probs) {
+    size_t floats = 0;
+    for (const Tile& tile : some) floats += tile.heads.size() * (tile.end - tile.base);
+    probs.resize(floats);
+    float* next = probs.data();
+    for (Tile& tile : some)
+      for (RowHead& rh : tile.heads) {
+        rh.probs = next;
+        next += tile.end - tile.base;
+      }
   };
   const size_t tiles = runs.size() * kv_heads;
 
   if (threads == 1 || tiles >= 2 * size_t(threads)) {
-    // Enough tiles: each is one job, computed from its keys to its outputs.
-    parallel_for(threads, tiles, [&](size_t begin, size_t end) {
+    // Enough tiles: each is one job, computed from its keys to its outputs — but tiles of one
+    // register tile (decode) read their keys and values in place, at the speed of memory, so
+    // there a job takes kDecodeSpan kv heads of a run and sweeps them side by side.
+    size_t longest = 0;
+    for (const auto& run : runs) longest = std::max(longest, run.second);
+    const size_t span = longest * group <= 4 && kv_heads % kDecodeSpan == 0 ? kDecodeSpan : 1;
+    parallel_for(threads, tiles / span, [&](size_t begin, size_t end) {
       std::vector<float> probs, widened(kBlockRows * head_dim);
-      for (size_t i = begin; i < end; ++i) {
-        Tile tile = make_tile(i);
-        probs.resize(tile.heads.size() * (tile.end - tile.base));
-        give_probs(tile, probs.data());
-        ScoreKeys(d, tile, cache, params.scale, tile.base, tile.end, widened.data());
-        for (const RowHead& rh : tile.heads) SoftmaxRowHead(d, tile, rh);
-        WeightValues(d, tile, cache, 0, vectors, widened.data());
+      std::vector<Tile> swept;
+      for (size_t job = begin; job < end; ++job) {
+        // Job j: run j % runs, kv heads (j / runs) * span .. + span - 1 (tiles kv * runs + run).
+        swept.clear();
+        for (size_t kv = job / runs.size() * span; kv < (job / runs.size() + 1) * span; ++kv)
+          swept.push_back(make_tile(kv * runs.size() + job % runs.size()));
+        give_probs(swept, probs);
+        // Keys base .. end - 1 (the run's, the same in each kv head), cache block by cache block
+        // through every tile of the job in turn; one tile takes them at once.
+        const size_t base = swept[0].base, end_key = swept[0].end;
+        const auto sweep = [&](const auto& step) {
+          for (size_t k0 = base; k0 < end_key;) {
+            const size_t k1 = span == 1 ? end_key : std::min(end_key, (k0 / cache.block_size + 1) * cache.block_size);
+            for (const Tile& tile : swept) step(tile, k0, k1);
+            k0 = k1;
+          }
+        };
+        sweep([&](const Tile& tile, size_t k0, size_t k1) {
+          ScoreKeys(d, tile, cache, params.scale, k0, k1, widened.data());
+        });
+        for (const Tile& tile : swept) {
+          for (const RowHead& rh : tile.heads) SoftmaxRowHead(d, tile, rh);
+          StartOutputs(d, tile, 0, vectors);
+        }
+        sweep([&](const Tile& tile, size_t k0, size_t k1) {
+          WeightValues(d, tile, cache, k0, k1, 0, vectors, widened.data());
+        });
       }
     });
     return;
@@ -572,18 +614,12 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   // Few tiles (decode): the same steps, each split over the threads by independent outputs —
   // scores by blocks of keys, softmax by row-head, values by slices of dimensions.
   std::vector<Tile> all;
-  size_t floats = 0;
-  for (size_t i = 0; i < tiles; ++i) {
-    all.push_back(make_tile(i));
-    floats += all.back().heads.size() * (all.back().end - all.back().base);
-  }
-  std::vector<float> probs(floats);
+  for (size_t i = 0; i < tiles; ++i) all.push_back(make_tile(i));
+  std::vector<float> probs;
+  give_probs(all, probs);
   std::vector<size_t> chunk_start{0};  // tile i's key chunks are jobs chunk_start[i] ..
   std::vector<std::pair<const Tile*, const RowHead*>> row_heads;
-  float* next = probs.data();
-  for (Tile& tile : all) {
-    give_probs(tile, next);
-    next += tile.heads.size() * (tile.end - tile.base);
+  for (const Tile& tile : all) {
     chunk_start.push_back(chunk_start.back() + (tile.end - tile.base + kSplitKeys - 1) / kSplitKeys);
     for (const RowHead& rh : tile.heads) row_heads.emplace_back(&tile, &rh);
   }
@@ -603,7 +639,9 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
     std::vector<float> widened(kBlockRows * head_dim);
     for (size_t job = begin; job < end; ++job) {
       const size_t v0 = job % slices * slice;
-      WeightValues(d, all[job / slices], cache, v0, std::min(vectors, v0 + slice), widened.data());
+      const Tile& tile = all[job / slices];
+      StartOutputs(d, tile, v0, std::min(vectors, v0 + slice));
+      WeightValues(d, tile, cache, tile.base, tile.end, v0, std::min(vectors, v0 + slice), widened.data());
     }
   });
 }

@@ -109,6 +109,16 @@ HWY_INLINE VF Exp(DF d, VF x) {
   return hn::IfThenElse(hn::IsNaN(x), x, result);
 }
 
+// Exp's bits for lanes known to lie in [-87, 0], as a softmax's shifted scores mostly do: there
+// n >= -126, so 2^n is a normal float and one multiply by it rounds p * 2^n as Exp's two
+// multiplies (by 2^(n/2) and 2^(n - n/2), exact until the last) do, and no range needs selecting.
+HWY_INLINE VF ExpNonPositive(DF d, VF x) {
+  const hn::RebindToSigned<DF> di;
+  VF n;
+  const VF p = ExpPolynomial(d, x, n);
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)))));
+}
+
 // tanh_f32 of docs/numerics.md, lane by lane: both branches computed, one selected.
 HWY_INLINE VF Tanh(DF d, VF x) {
   const VF a = hn::Abs(x);

@@ -9,6 +9,7 @@
 #   scripts/fuzz.sh --replay [TARGET ...]       run every input of the repo's corpus once
 #   scripts/fuzz.sh --merge [TARGET ...]        copy into fuzz/corpus/TARGET the inputs of
 #                                               build-fuzz/corpus/TARGET (up to 4 KiB) that add coverage
+#   scripts/fuzz.sh --build [TARGET ...]        only build the targets
 #
 # TARGET: gguf safetensors config tokenizer_json tokenizer chat_template serve_request (default: all).
 # Prints a line per target: executions, seconds, executions per second, coverage (cov: edges, ft:
@@ -29,7 +30,8 @@ while (($#)); do
     -n) runs="$2"; shift 2 ;;
     --replay) mode=replay; shift ;;
     --merge) mode=merge; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --build) mode=build; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -53,8 +55,11 @@ max_len() {
 for target in "${targets[@]}"; do
   [[ " ${ALL_TARGETS[*]} " == *" $target "* ]] || { echo "unknown target '$target' (${ALL_TARGETS[*]})" >&2; exit 2; }
 done
-cmake -S fuzz -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build "$BUILD" --target $(printf '%s_fuzz ' "${targets[@]}") >/dev/null
+# One configure and build at a time in build-fuzz/: the tests run this from parallel workers.
+mkdir -p "$BUILD"
+flock "$BUILD/.build-lock" bash -c 'cmake -S fuzz -B "$1" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null &&
+  cmake --build "$1" --target "${@:2}" >/dev/null' build "$BUILD" $(printf '%s_fuzz ' "${targets[@]}")
+[[ "$mode" == build ]] && exit 0
 export DITTO_FUZZ_TOKENIZER="${DITTO_FUZZ_TOKENIZER:-$QWEN3_TOKENIZER}"
 
 # The real GGUF header seed, written from the installed model (fuzz/seeds.py); none without it.

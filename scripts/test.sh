@@ -27,4 +27,4 @@ cmake --build build-asan-clang -j"$(nproc)" --target hostile_tests
 build-asan-clang/tests/hostile_tests --gtest_brief=1
 
 echo "== Python tests"
-.venv/bin/python -m pytest -q tests/python
+.venv/bin/python -m pytest -q -n "$(nproc)" --dist loadfile tests/python

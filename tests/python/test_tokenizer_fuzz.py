@@ -2,7 +2,7 @@
 and as token ids must not crash, hang or break a promise (see fuzz/tokenizer_fuzz.cpp), with the
 Qwen3 file (byte-level), Gemma 3's (byte-fallback BPE as ditto converts it from the GGUF file)
 and a Llama-2 style one (Prepend normalizer, Strip decoder). It is built with clang, ASan and
-UBSan as a project of its own in build-fuzz/."""
+UBSan as a project of its own in build-fuzz/ (by scripts/fuzz.sh)."""
 import os
 import struct
 import subprocess
@@ -46,9 +46,8 @@ def tokenizer_file(name, directory):
 @pytest.mark.parametrize("name", ["qwen3", "gemma3", "llama2-style"])
 def test_fuzz_the_tokenizer_for_a_bounded_time(name, tmp_path):
     path, round_trip = tokenizer_file(name, tmp_path)
-    subprocess.run(["cmake", "-S", os.path.join(ROOT, "fuzz"), "-B", BUILD, "-G", "Ninja",
-                    "-DCMAKE_CXX_COMPILER=clang++"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", BUILD], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(ROOT, "scripts", "fuzz.sh"), "--build", "tokenizer"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i, seed in enumerate(SEEDS):

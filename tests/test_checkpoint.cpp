@@ -74,6 +74,8 @@ std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint6
   return bytes;
 }
 
+int f16_minimum_at(DType dtype) { return f16_factors(dtype).minimum_at; }
+
 std::vector<unsigned char> safetensors_bytes(const std::vector<TestTensor>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   size_t offset = 0;

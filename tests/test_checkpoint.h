@@ -30,6 +30,8 @@ class SplitMix64 {
 // `any_finite_factors`, to random finite f16 bit patterns (signed zeros, subnormals, up to 65504).
 std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint64_t seed, float bound,
                                                bool any_finite_factors = false);
+// The byte at which a block of a quantised type keeps its f16 minimum factor, or -1 if it has none.
+int f16_minimum_at(DType dtype);
 
 struct TestTensor {
   std::string name;

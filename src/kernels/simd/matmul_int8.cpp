@@ -155,6 +155,10 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
         const size_t lane = (v % kVectorsPerPanel) * kLanesF;
         scale[v] = hn::Load(df, fields + h * kPanelRows + lane);
         if constexpr (kPacking.minimum) minimum[v] = hn::Load(df, fields + (kGroups + h) * kPanelRows + lane);
+        // The reference's fma(-minimum, s, acc), the minimum negated first: NegMulAdd would leave
+        // the sign of a NaN operand to the compiler (GCC's vfnmadd negates none; clang's
+        // _mm512_fnmadd_ps negates s, its _mm256_fnmadd_ps the minimum).
+        if constexpr (kMinimum == QuantMinimum::Subtracted) minimum[v] = hn::Neg(minimum[v]);
       }
       const size_t g = b * kGroups + h;
       for (size_t r = 0; r < R; ++r) {
@@ -165,9 +169,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
         for (size_t v = 0; v < kVectors; ++v) {
           const VI product = kCorrection != 0 ? hn::Sub(dot[r][v], correction) : dot[r][v];
           acc[r][v] = hn::MulAdd(hn::ConvertTo(df, product), hn::Mul(scale[v], block_scale), acc[r][v]);
-          if constexpr (kMinimum == QuantMinimum::Added) acc[r][v] = hn::MulAdd(minimum[v], scaled_sum, acc[r][v]);
-          if constexpr (kMinimum == QuantMinimum::Subtracted)
-            acc[r][v] = hn::NegMulAdd(minimum[v], scaled_sum, acc[r][v]);
+          if constexpr (kPacking.minimum) acc[r][v] = hn::MulAdd(minimum[v], scaled_sum, acc[r][v]);
         }
       }
     }

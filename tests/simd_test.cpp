@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "hwy/targets.h"
@@ -249,6 +252,23 @@ struct PagedCache {
   }
 };
 
+// Requires every target and each of `thread_counts` to give the reference's bits for the
+// attention of `rows` over `cache`; `what` names the case in a failure.
+void expect_attention_matches_reference(const std::vector<float>& q, std::span<const ref::AttentionRow> rows,
+                                        const ref::KVLayerView& cache, size_t heads,
+                                        const ref::AttentionParams& params, std::initializer_list<int> thread_counts,
+                                        const std::string& what) {
+  std::vector<float> expected(q.size());
+  ref::attention(q.data(), rows, cache, heads, params, expected.data(), 1);
+  for_each_target([&] {
+    for (int threads : thread_counts) {
+      std::vector<float> got(q.size());
+      kernels::attention(q.data(), rows, cache, heads, params, got.data(), threads);
+      ASSERT_TRUE(same_bits(got, expected)) << what << " threads " << threads;
+    }
+  });
+}
+
 TEST(Simd, AttentionMatchesReference) {
   struct Shape {
     size_t heads, kv_heads, head_dim, first_pos, rows;
@@ -267,17 +287,11 @@ TEST(Simd, AttentionMatchesReference) {
         rows.push_back({cache.tables[1].data(), 22});
         const auto q = random_floats(rows.size() * s.heads * s.head_dim, 13, 3.0f);
         const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
-        std::vector<float> expected(q.size());
-        ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
-        for_each_target([&] {
-          for (int threads : {1, 2, 4}) {
-            std::vector<float> got(q.size());
-            kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
-            ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << " head_dim "
-                                                  << s.head_dim << " rows " << s.rows << " block " << block_size
-                                                  << " window " << window << " threads " << threads;
-          }
-        });
+        expect_attention_matches_reference(q, rows, cache.view, s.heads, params, {1, 2, 4},
+                                           dtype_name(cache_dtype) + " heads " + std::to_string(s.heads) +
+                                               " head_dim " + std::to_string(s.head_dim) + " rows " +
+                                               std::to_string(s.rows) + " block " + std::to_string(block_size) +
+                                               " window " + std::to_string(window));
       }
     }
   }
@@ -307,17 +321,12 @@ TEST(Simd, AttentionTilesAndSplitsMatchReference) {
                       {cache.tables[1].data(), s.first_pos + t});
         const auto q = random_floats(rows.size() * s.heads * s.head_dim, 31, 3.0f);
         const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
-        std::vector<float> expected(q.size());
-        ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
-        for_each_target([&] {
-          for (int threads : {1, 5}) {  // tiles for one thread; for five, most of these split
-            std::vector<float> got(q.size());
-            kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
-            ASSERT_TRUE(same_bits(got, expected)) << dtype_name(cache_dtype) << " heads " << s.heads << "/" << s.kv_heads
-                                                  << " head_dim " << s.head_dim << " rows " << s.rows << " from "
-                                                  << s.first_pos << " window " << window << " threads " << threads;
-          }
-        });
+        // Tiles for one thread; for five, most of these split.
+        expect_attention_matches_reference(q, rows, cache.view, s.heads, params, {1, 5},
+                                           dtype_name(cache_dtype) + " heads " + std::to_string(s.heads) + "/" +
+                                               std::to_string(s.kv_heads) + " head_dim " + std::to_string(s.head_dim) +
+                                               " rows " + std::to_string(s.rows) + " from " +
+                                               std::to_string(s.first_pos) + " window " + std::to_string(window));
       }
     }
   }
@@ -342,18 +351,11 @@ TEST(Simd, AttentionDecodeSweepsMatchReference) {
           const auto q = random_floats(rows.size() * s.heads * s.head_dim, 43, 3.0f);
           for (size_t window : {size_t(0), size_t(100)}) {
             const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
-            std::vector<float> expected(q.size());
-            ref::attention(q.data(), rows, cache.view, s.heads, params, expected.data(), 1);
-            for_each_target([&] {
-              for (int threads : {1, 2, 3}) {
-                std::vector<float> got(q.size());
-                kernels::attention(q.data(), rows, cache.view, s.heads, params, got.data(), threads);
-                ASSERT_TRUE(same_bits(got, expected))
-                    << dtype_name(cache_dtype) << " heads " << s.heads << "/" << s.kv_heads << " head_dim " << s.head_dim
-                    << " block " << block_size << " sequences " << sequences << " window " << window << " threads "
-                    << threads;
-              }
-            });
+            expect_attention_matches_reference(
+                q, rows, cache.view, s.heads, params, {1, 2, 3},
+                dtype_name(cache_dtype) + " heads " + std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) +
+                    " head_dim " + std::to_string(s.head_dim) + " block " + std::to_string(block_size) +
+                    " sequences " + std::to_string(sequences) + " window " + std::to_string(window));
           }
         }
       }
@@ -372,13 +374,7 @@ TEST(Simd, AttentionSoftmaxAcrossExpRanges) {
   for (float spread : {1.0f, 8.0f, 30.0f, 300.0f}) {
     const auto q = random_floats(rows.size() * heads * head_dim, 53, 3.0f * spread);
     const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(head_dim))};
-    std::vector<float> expected(q.size());
-    ref::attention(q.data(), rows, cache.view, heads, params, expected.data(), 1);
-    for_each_target([&] {
-      std::vector<float> got(q.size());
-      kernels::attention(q.data(), rows, cache.view, heads, params, got.data(), 2);
-      ASSERT_TRUE(same_bits(got, expected)) << "spread " << spread;
-    });
+    expect_attention_matches_reference(q, rows, cache.view, heads, params, {2}, "spread " + std::to_string(spread));
   }
 }
 

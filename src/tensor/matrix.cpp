@@ -70,7 +70,9 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
         auto* fields = reinterpret_cast<float*>(tile);
         const size_t h = k0 % kInt8Block / group;
         fields[h * kPanelRows + o] = groups[g].scale;
-        if (packing.minimum) fields[(packing.groups + h) * kPanelRows + o] = groups[g].minimum;
+        if (packing.minimum)
+          fields[(packing.groups + h) * kPanelRows + o] =
+              quant_minimum(dtype) == QuantMinimum::Subtracted ? -groups[g].minimum : groups[g].minimum;
         for (size_t i = 0; i < group; ++i) {
           const size_t k = (k0 + i) % kInt8Block;
           const int e = groups[g].entries[i];

@@ -35,7 +35,8 @@ static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
 // per panel and block of 32 inputs one tile of int8_tile_bytes(dtype) bytes, holding the 16
 // outputs' f32 scales of each group of the block ([groups][16]), then their minimums
-// ([groups][16], only for types with one), then the entries, stored unsigned as entry + offset
+// ([groups][16], only for types with one; negated for the types that subtract it, as the
+// int8 chain adds it: int8_minimum_term), then the entries, stored unsigned as entry + offset
 // (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds input 4 j + t of output o, so that
 // each 32-bit lane holds four consecutive inputs of one output, the four products vpdpbusd (and
 // pmaddubsw + pmaddwd) sum into it. Nibbles: byte 64 c + 4 o + t holds input 8 c + t of output o
@@ -82,7 +83,14 @@ struct MatrixView {
   // output n's group g (inputs g G .. g G + G - 1, G = quant_group_size(dtype)).
   int entry(size_t n, size_t k) const;
   float group_scale(size_t n, size_t g) const { return group_field(n, g, 0); }
-  float group_minimum(size_t n, size_t g) const { return group_field(n, g, 1); }
+  float group_minimum(size_t n, size_t g) const {
+    const float stored = group_field(n, g, 1);
+    return numerics == Numerics::Int8 && quant_minimum(dtype) == QuantMinimum::Subtracted ? -stored : stored;
+  }
+  // The Int8 packing's term fma'd with the inputs' scaled sum: the minimum, or -minimum where the
+  // type subtracts it. Negated once when packed: a negation in a kernel, folded into its fma
+  // (vfnmadd), would keep the sign of a NaN minimum that the reference's -minimum flips.
+  float int8_minimum_term(size_t n, size_t g) const { return group_field(n, g, 1); }
 
  private:
   float group_field(size_t n, size_t g, size_t field) const;

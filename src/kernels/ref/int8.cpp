@@ -54,7 +54,7 @@ void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int
   Int8Rows in;
   const size_t group = quant_group_size(w.dtype);
   quantize_rows(x, rows, w.cols, group, in);
-  const QuantMinimum minimum = quant_minimum(w.dtype);
+  const bool has_minimum = quant_minimum(w.dtype) != QuantMinimum::None;
   parallel_for(threads, w.rows, [&](size_t n_begin, size_t n_end) {
     std::vector<float> acc(rows);
     int entries[kMaxQuantGroup];
@@ -63,7 +63,7 @@ void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int
       // Output n of every row, the groups in increasing order (each row's chain is its own).
       for (size_t g = 0; g < in.groups(); ++g) {
         for (size_t i = 0; i < group; ++i) entries[i] = w.entry(n, g * group + i);
-        const float scale = w.group_scale(n, g), group_minimum = w.group_minimum(n, g);
+        const float scale = w.group_scale(n, g), minimum_term = w.int8_minimum_term(n, g);
         for (size_t m = 0; m < rows; ++m) {
           const int8_t* q = in.values.data() + m * w.cols + g * group;
           int32_t product = 0;
@@ -71,8 +71,7 @@ void matmul_int8(const float* x, size_t rows, const MatrixView& w, float* y, int
           const float block_scale = in.scales[m * in.blocks() + g * group / kInt8Block];
           acc[m] = std::fma(float(product), scale * block_scale, acc[m]);
           const float scaled_sum = in.scaled_sums[m * in.groups() + g];
-          if (minimum == QuantMinimum::Added) acc[m] = std::fma(group_minimum, scaled_sum, acc[m]);
-          if (minimum == QuantMinimum::Subtracted) acc[m] = std::fma(-group_minimum, scaled_sum, acc[m]);
+          if (has_minimum) acc[m] = std::fma(minimum_term, scaled_sum, acc[m]);  // +-minimum
         }
       }
       for (size_t m = 0; m < rows; ++m) y[m * w.rows + n] = acc[m];

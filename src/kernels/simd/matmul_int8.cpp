@@ -99,7 +99,6 @@ template <DType kDtype, size_t R, size_t P>
 DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
                            size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
-  constexpr QuantMinimum kMinimum = quant_minimum(kDtype);
   constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
   constexpr size_t kTileBytes = int8_tile_bytes(kDtype), kEntriesAt = kTileBytes - int8_entry_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
@@ -154,11 +153,11 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
         const auto* fields = reinterpret_cast<const float*>(tile[v / kVectorsPerPanel]);
         const size_t lane = (v % kVectorsPerPanel) * kLanesF;
         scale[v] = hn::Load(df, fields + h * kPanelRows + lane);
+        // +-minimum as packed (MatrixView::int8_minimum_term): a negation here, or NegMulAdd, would
+        // leave the sign of a NaN operand to the compiler (GCC's vfnmadd negates none; clang's
+        // _mm512_fnmadd_ps negates s and its _mm256_fnmadd_ps the minimum, unless it optimises
+        // them, or a Neg, into vfnmadd).
         if constexpr (kPacking.minimum) minimum[v] = hn::Load(df, fields + (kGroups + h) * kPanelRows + lane);
-        // The reference's fma(-minimum, s, acc), the minimum negated first: NegMulAdd would leave
-        // the sign of a NaN operand to the compiler (GCC's vfnmadd negates none; clang's
-        // _mm512_fnmadd_ps negates s, its _mm256_fnmadd_ps the minimum).
-        if constexpr (kMinimum == QuantMinimum::Subtracted) minimum[v] = hn::Neg(minimum[v]);
       }
       const size_t g = b * kGroups + h;
       for (size_t r = 0; r < R; ++r) {

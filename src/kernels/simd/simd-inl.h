@@ -18,6 +18,8 @@
 #include <cstring>
 
 #include "ditto/dtype.h"
+#include "tensor/matrix.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -43,6 +45,28 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
     default: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
   }
   return hn::LoadU(d, static_cast<const float*>(data));
+}
+
+// Memory a tile asks the CPU to start loading while it computes (the weights of the next panel
+// group, which then stream in meanwhile): `lines` cache lines from `start`.
+struct Prefetch {
+  const unsigned char* start = nullptr;
+  size_t lines = 0;
+};
+
+// Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its steps.
+HWY_INLINE void PrefetchStep(Prefetch prefetch, size_t step, size_t steps) {
+  const size_t per_step = (prefetch.lines + steps - 1) / steps;
+  for (size_t line = step * per_step; line < std::min(prefetch.lines, (step + 1) * per_step); ++line)
+    hwy::Prefetch(prefetch.start + line * 64);
+}
+
+// Panels first .. first+count-1 of w, those that exist (none past the last).
+inline Prefetch PanelsAhead(const MatrixView& w, size_t first, size_t count) {
+  first = std::min(first, w.panels());
+  const size_t end = std::min(first + count, w.panels());
+  const auto* start = static_cast<const unsigned char*>(w.panel(first));
+  return {start, size_t(static_cast<const unsigned char*>(w.panel(end)) - start) / 64};
 }
 
 // Writes the lanes of v to y, of which only the first `valid` exist.

@@ -321,8 +321,9 @@ TEST(Simd, AttentionTilesAndSplitsMatchReference) {
                       {cache.tables[1].data(), s.first_pos + t});
         const auto q = random_floats(rows.size() * s.heads * s.head_dim, 31, 3.0f);
         const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
-        // Tiles for one thread; for five, most of these split.
-        expect_attention_matches_reference(q, rows, cache.view, s.heads, params, {1, 5},
+        // Tiles of up to 64 row-heads for one thread; for two and five, tiles of fewer rows so
+        // that there are twice as many as threads, or where even rows of one are too few, splits.
+        expect_attention_matches_reference(q, rows, cache.view, s.heads, params, {1, 2, 5},
                                            dtype_name(cache_dtype) + " heads " + std::to_string(s.heads) + "/" +
                                                std::to_string(s.kv_heads) + " head_dim " + std::to_string(s.head_dim) +
                                                " rows " + std::to_string(s.rows) + " from " +

@@ -534,7 +534,12 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   const DF d;
   const size_t head_dim = cache.head_dim, kv_heads = cache.kv_heads;
   const size_t group = heads / kv_heads, width = heads * head_dim, vectors = head_dim / kLanesF;
-  const size_t tile_rows = std::max<size_t>(1, kTileRowHeads / group);
+  // Rows per tile: as many as kTileRowHeads allows, but fewer where that would leave too few tiles
+  // for the threads (a 16-row chunk of one sequence gives one tile per kv head), so that
+  // prefill keeps one job per tile rather than the split of decode below.
+  const size_t runs_wanted = threads == 1 ? 1 : (2 * size_t(threads) + kv_heads - 1) / kv_heads;
+  const size_t tile_rows =
+      std::clamp<size_t>((rows.size() + runs_wanted - 1) / runs_wanted, 1, std::max<size_t>(1, kTileRowHeads / group));
   // Runs of consecutive positions of one sequence, cut every tile_rows rows: (first row, rows).
   std::vector<std::pair<size_t, size_t>> runs;
   for (size_t t = 0; t < rows.size();) {

@@ -295,13 +295,9 @@ TEST(Int8Matmul, EveryTargetGivesTheReferenceBitsWithExtremeScales) {
 // instruction form a compiler picks has it.
 TEST(Int8Matmul, EveryTargetGivesTheReferenceBitsWithNaNMinimums) {
   for (DType dtype : kQuantizedDTypes) {
-    const int minimum_at = testing::f16_minimum_at(dtype);
-    if (minimum_at < 0) continue;
-    const size_t n = 33, k = 3 * dtype_block_elements(dtype), block_bytes = dtype_block_bytes(dtype);
+    const size_t n = 33, k = 3 * dtype_block_elements(dtype);
     auto source = testing::random_quant_blocks(dtype, n * k, 11, 1.0f);
-    const uint16_t nans[] = {0x7e00, 0xfe00};  // f16 NaN, positive and negative
-    for (size_t block = 0; block * block_bytes < source.size(); block += 4)
-      std::memcpy(&source[block * block_bytes + size_t(minimum_at)], &nans[block / 4 % 2], 2);
+    if (!testing::set_nan_minimums(dtype, source)) continue;
     for (size_t rows : {1, 4}) expect_simd_matches_reference(dtype, source, n, k, random_floats(rows * k, rows, 4.0f), rows);
   }
 }

@@ -93,6 +93,18 @@ TEST(Simd, QuantisedMatmulWithExtremeScalesMatchesReference) {
   }
 }
 
+// ... and with NaN minimums of either sign (an f16 factor a file may hold), one block of them in
+// each output: the reference's NaN, product minus the minimum, in both paths. (Two NaNs of other
+// bits meeting in one fma give either, as the instruction form a compiler picks has it.)
+TEST(Simd, QuantisedMatmulWithNaNMinimumsMatchesReference) {
+  for (DType dtype : kQuantizedDTypes) {
+    const size_t n = 33, k = 3 * dtype_block_elements(dtype);
+    auto source = testing::random_quant_blocks(dtype, n * k, 11, 1.0f);
+    if (!testing::set_nan_minimums(dtype, source)) continue;
+    for (size_t rows : {1, 3, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
+  }
+}
+
 
 // matmuls(): several matrices of one input, in one hand-off, give each matrix the bits of its
 // own reference matmul — in the int8 numerics with two group sizes (inputs rounded once for

@@ -42,7 +42,7 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
       for (size_t g = 0; g < groups_per_block; ++g) {
         QuantTile<G>& tile = panel[at / G + g];
         tile.scale[j] = groups[g].scale;
-        tile.minimum[j] = groups[g].minimum;
+        tile.minimum_term[j] = exact_minimum_term(dtype, groups[g].minimum);
         for (size_t i = 0; i < G; ++i) tile.entries[i][j] = groups[g].entries[i];
       }
     }

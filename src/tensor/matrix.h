@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,15 +22,23 @@ namespace ditto {
 inline constexpr size_t kPanelRows = 16;
 
 // G inputs x 16 outputs of a quantised matrix: each output's group with its f32 scale and
-// minimum (QuantGroup) and its entries one per byte, input-major, so that a vector load reads one
-// input of all 16 outputs. Entry (n, k) is
-// dequantize(dtype, scale[n%16], minimum[n%16], entries[k%G][n%16]).
+// minimum term (QuantGroup, exact_minimum_term) and its entries one per byte, input-major, so
+// that a vector load reads one input of all 16 outputs. Entry (n, k) is dequantize(dtype,
+// scale[n%16], exact_minimum_term(dtype, minimum_term[n%16]), entries[k%G][n%16]).
 template <size_t G>
 struct QuantTile {
   float scale[kPanelRows];
-  float minimum[kPanelRows];
+  float minimum_term[kPanelRows];
   int8_t entries[G][kPanelRows];
 };
+
+// What an exact tile holds for a minimum: the term one fma adds to scale * entry, so -minimum
+// for the types that subtract it — but a NaN as it is, since product - NaN gives the NaN's own
+// bits (the kernel's MulSub instead left its sign to the compiler: a clang Release build flipped
+// it, e.g. on AVX3 and AVX3_DL). Its own inverse.
+inline float exact_minimum_term(DType dtype, float minimum) {
+  return quant_minimum(dtype) == QuantMinimum::Subtracted && !std::isnan(minimum) ? -minimum : minimum;
+}
 static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0, "tiles keep 64-byte alignment");
 
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
@@ -85,7 +94,8 @@ struct MatrixView {
   float group_scale(size_t n, size_t g) const { return group_field(n, g, 0); }
   float group_minimum(size_t n, size_t g) const {
     const float stored = group_field(n, g, 1);
-    return numerics == Numerics::Int8 && quant_minimum(dtype) == QuantMinimum::Subtracted ? -stored : stored;
+    if (numerics == Numerics::Exact) return exact_minimum_term(dtype, stored);
+    return quant_minimum(dtype) == QuantMinimum::Subtracted ? -stored : stored;
   }
   // The Int8 packing's term fma'd with the inputs' scaled sum: the minimum, or -minimum where the
   // type subtracts it. Negated once when packed: a negation in a kernel, folded into its fma
@@ -98,7 +108,7 @@ struct MatrixView {
   float quantized_at(size_t n, size_t k) const {
     const QuantTile<G>& t = tile<G>(n / kPanelRows, k / G);
     const size_t j = n % kPanelRows;
-    return dequantize(dtype, t.scale[j], t.minimum[j], t.entries[k % G][j]);
+    return dequantize(dtype, t.scale[j], exact_minimum_term(dtype, t.minimum_term[j]), t.entries[k % G][j]);
   }
 };
 
@@ -126,10 +136,10 @@ inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
   if (numerics == Numerics::Exact) {
     if (group == 16) {
       const QuantTile<16>& t = tile<16>(n / kPanelRows, g);
-      return field == 0 ? t.scale[o] : t.minimum[o];
+      return field == 0 ? t.scale[o] : t.minimum_term[o];
     }
     const QuantTile<32>& t = tile<32>(n / kPanelRows, g);
-    return field == 0 ? t.scale[o] : t.minimum[o];
+    return field == 0 ? t.scale[o] : t.minimum_term[o];
   }
   const Int8Packing packing = int8_packing(dtype);
   if (field == 1 && !packing.minimum) return 0.0f;

@@ -95,21 +95,18 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
 }
 
 // The entries q[0 .. L-1] of a quantised tile as dequantize() computes them, lane by lane:
-// the integer entry converted to f32, times the scale, then plus or minus the minimum. The
-// product is exact (docs/numerics-quant.md: at most 23 significant bits), so one fma with the
-// minimum rounds where the reference's product-then-sum rounds and gives its value: one
-// operation fewer per weight. (Where a scale or minimum is infinite or NaN both give NaN or the
-// same infinity, a NaN perhaps of another payload, as NaNs meeting in any fma chain may.)
-HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF minimum) {
+// the integer entry converted to f32, times the scale, plus the tile's minimum term (+-minimum,
+// exact_minimum_term). The product is exact (docs/numerics-quant.md: at most 23 significant
+// bits), so one fma with the term rounds where the reference's product-then-sum rounds and gives
+// its value: one operation fewer per weight. A NaN term is the reference's NaN too; where the
+// scale is infinite or NaN as well, both give NaN, perhaps of another payload, as NaNs meeting in
+// any fma chain may.
+HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF minimum_term) {
   const hn::Rebind<int32_t, DF> di;
   const hn::Rebind<int8_t, DF> d8;
   const VF entry = hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, q)));
-  switch (quant_minimum(dtype)) {
-    case QuantMinimum::Added: return hn::MulAdd(scale, entry, minimum);
-    case QuantMinimum::Subtracted: return hn::MulSub(scale, entry, minimum);
-    case QuantMinimum::None: break;
-  }
-  return hn::Mul(scale, entry);
+  if (quant_minimum(dtype) == QuantMinimum::None) return hn::Mul(scale, entry);
+  return hn::MulAdd(scale, entry, minimum_term);
 }
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
@@ -129,17 +126,17 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
   const auto* tiles = static_cast<const QuantTile<G>*>(weights.data);
   for (size_t b = 0; b < inputs / G; ++b) {
     const QuantTile<G>* tile[kVectors];
-    VF scale[kVectors], minimum[kVectors];
+    VF scale[kVectors], minimum_term[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
       tile[v] = &tiles[(v / kVectorsPerPanel) * weights.panel_stride + b];
       scale[v] = hn::Load(d, tile[v]->scale + (v % kVectorsPerPanel) * kLanesF);
-      minimum[v] = hn::Load(d, tile[v]->minimum + (v % kVectorsPerPanel) * kLanesF);
+      minimum_term[v] = hn::Load(d, tile[v]->minimum_term + (v % kVectorsPerPanel) * kLanesF);
     }
     for (size_t i = 0; i < G; ++i) {
       VF w[kVectors];
       for (size_t v = 0; v < kVectors; ++v)
         w[v] = DequantizeLanes(d, kDtype, tile[v]->entries[i] + (v % kVectorsPerPanel) * kLanesF, scale[v],
-                               minimum[v]);
+                               minimum_term[v]);
       const size_t k = b * G + i;
       for (size_t r = 0; r < R; ++r) {
         const VF xr = hn::Set(d, x[r * x_stride + k]);
@@ -254,9 +251,9 @@ void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_
     const QuantTile<G>& tile = w.tile<G>(panel, b);
     for (size_t v = 0; v < kVectorsPerPanel; ++v) {
       const VF scale = hn::Load(d, tile.scale + v * kLanesF);
-      const VF minimum = hn::Load(d, tile.minimum + v * kLanesF);
+      const VF minimum_term = hn::Load(d, tile.minimum_term + v * kLanesF);
       for (size_t i = 0; i < G; ++i)
-        hn::Store(DequantizeLanes(d, w.dtype, tile.entries[i] + v * kLanesF, scale, minimum), d,
+        hn::Store(DequantizeLanes(d, w.dtype, tile.entries[i] + v * kLanesF, scale, minimum_term), d,
                   block + ((b * G + i - k0) * panels + p) * kPanelRows + v * kLanesF);
     }
   }

@@ -2,7 +2,7 @@
 # Pipeline stages under AddressSanitizer and UndefinedBehaviorSanitizer, by hand (not in CI: the
 # suite has no time for another sanitizer build): builds `ditto` in build-asan-stages/ (Debug,
 # ASan + UBSan as scripts/test.sh's, Highway's static target only, to build in minutes; its own
-# tree, so that build-asan/'s tests keep every target) and runs sampled generation
+# tree, so that build-asan-clang/'s tests keep every target) and runs sampled generation
 # with penalties, logprobs and hashes through 2 and 3 stages, comparing the output with one
 # process of build/ditto. Any sanitizer report fails the run.
 set -euo pipefail

@@ -223,12 +223,10 @@ void DirectGroup(const float* x, size_t rows, const MatrixView& w, float* y, siz
   const size_t tile_panels = group.panels <= kTilePanels || group.panels == kDecodePanels ? group.panels : 1;
   // Only where a group has several row tiles: with one (decode), prefetching made decode
   // 16% slower, most likely by evicting the group's own lines from L1.
-  const Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
-  size_t prefetched = 0;
+  Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
   for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
     const size_t tile_rows = std::min(kTileRows, rows - m0);
-    const Prefetch prefetch{next.start + prefetched * 64, std::min(w.cols, next.lines - prefetched)};
-    prefetched += prefetch.lines;
+    const Prefetch prefetch = next.take(w.cols);
     for (size_t p = 0; p < group.panels; p += tile_panels) {
       const size_t panel = group.first_panel + p, n0 = panel * kPanelRows;
       const PanelSource weights = is_quantized(w.dtype)
@@ -266,8 +264,7 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
   thread_local const auto block = hwy::AllocateAligned<float>(kBlockK * kTilePanels * kPanelRows);
   const PanelGroup group(w, g);
   const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
-  const Prefetch next = NextGroup(w, group);
-  size_t prefetched = 0;
+  Prefetch next = NextGroup(w, group);
   for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
     const size_t block_k = std::min(kBlockK, w.cols - k0);
     for (size_t p = 0; p < group.panels; ++p)
@@ -275,8 +272,7 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
                                                                                     block_k, p, group.panels, block.get());
     for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
       const size_t tile_rows = std::min(kTileRows, rows - m0);
-      const Prefetch prefetch{next.start + prefetched * 64, std::min(block_k, next.lines - prefetched)};
-      prefetched += prefetch.lines;
+      const Prefetch prefetch = next.take(block_k);
       SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
                                                       y + m0 * w.rows + group.n0, w.rows, group.valid_columns, k0 == 0,
                                                       prefetch);

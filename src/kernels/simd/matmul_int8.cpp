@@ -297,12 +297,11 @@ void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob
       // none after the last), which then stream in meanwhile: without it 16-row chunks waited on
       // them (0.79 of the whole prompt's speed on one thread, 0.92 with). With one row tile
       // (decode) each tile streams its own weights.
-      const Prefetch next = row_tiles > 1 ? PanelsAhead(w, first + panels, group_panels) : Prefetch{};
+      Prefetch next = row_tiles > 1 ? PanelsAhead(w, first + panels, group_panels) : Prefetch{};
       const size_t lines_per_tile = (next.lines + row_tiles - 1) / row_tiles;
       for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
         float* out = y + m0 * w.rows;
-        const size_t prefetched = std::min(next.lines, m0 / tile_rows * lines_per_tile);
-        const Prefetch prefetch{next.start + prefetched * 64, std::min(lines_per_tile, next.lines - prefetched)};
+        const Prefetch prefetch = next.take(lines_per_tile);
         if (panels == group_panels) {
           SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, static_cast<const unsigned char*>(w.panel(first)),
                                                      w.panel_bytes(), out + first * kPanelRows, w.rows,

@@ -52,6 +52,15 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
 struct Prefetch {
   const unsigned char* start = nullptr;
   size_t lines = 0;
+
+  // The next `count` lines (fewer where fewer are left), no longer this one's: how the row tiles
+  // of a group share the prefetching of the next.
+  Prefetch take(size_t count) {
+    const Prefetch part{start, std::min(count, lines)};
+    start += part.lines * 64;
+    lines -= part.lines;
+    return part;
+  }
 };
 
 // Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its steps.

@@ -13,6 +13,7 @@
 #include "ditto/session.h"
 #include "runtime/sampler.h"
 #include "tensor/hash.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 #include "test_gguf.h"
 

@@ -16,6 +16,7 @@
 #include "simd_targets.h"
 #include "tensor/matrix.h"
 #include "tensor/quant.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 #include "test_gguf.h"
 

@@ -37,6 +37,7 @@
 #include "tensor/checked.h"
 #include "tensor/limits.h"
 #include "tensor/matrix.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 #include "test_gguf.h"
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "ditto/load.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 #include "test_gguf.h"
 

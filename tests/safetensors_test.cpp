@@ -7,6 +7,7 @@
 #include "ditto/model.h"
 #include "model/config.h"
 #include "model/tensor_store.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 
 #include <nlohmann/json.hpp>

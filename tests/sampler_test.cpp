@@ -13,6 +13,7 @@
 #include "ditto/error.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/ref/math.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 
 namespace ditto {

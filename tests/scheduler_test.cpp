@@ -6,6 +6,7 @@
 #include <map>
 
 #include "runtime/scheduler.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 
 namespace ditto {

@@ -11,6 +11,7 @@
 #include "ditto/error.h"
 #include "runtime/scheduler.h"
 #include "runtime/scheduler_thread.h"
+#include "expect_error.h"
 #include "test_checkpoint.h"
 
 namespace ditto {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ditto/error.h"
+
 namespace ditto::testing {
 
 uint64_t SplitMix64::next() {

@@ -1,14 +1,12 @@
 #pragma once
 // Test helpers: write safetensors files and whole checkpoints whose weights come from the
 // project's own deterministic generator, so golden hashes never depend on a library's RNG.
+// No GoogleTest here: bench/matmul_bench, built without it, uses them too.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "ditto/dtype.h"
-#include "ditto/error.h"
 
 namespace ditto::testing {
 
@@ -79,16 +77,5 @@ std::vector<TestTensor> random_weights(const TinyConfig& config);
 // Writes config.json and model.safetensors into a fresh directory and returns its path.
 std::string write_checkpoint(const TinyConfig& config, const std::string& name);
 std::string temp_dir(const std::string& name);
-
-// Expects `action` to throw a ditto::Error whose message contains `fragment`.
-template <typename Action>
-void expect_error(Action action, const std::string& fragment) {
-  try {
-    action();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 }  // namespace ditto::testing

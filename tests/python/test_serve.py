@@ -285,12 +285,16 @@ def test_text_prompts_get_the_tokenizers_bos_as_vllm_adds_it(tmp_path):
     assert from_text.choices[0].logprobs != without.choices[0].logprobs
 
 
-def test_a_client_that_stops_reading_loses_its_stream(tiny):
+def test_a_client_that_stops_reading_loses_its_stream(tmp_path):
     """--timeout 1: a streaming client that reads nothing holds a connection thread until the socket
     buffers are full and one more second has passed; then its sequences are cancelled and their
-    blocks return to the pool, before they reach max_tokens."""
+    blocks return to the pool, before they reach max_tokens. The model is the tiny one with hidden
+    1024, so that the 16 x 900 tokens take several times longer than filling the buffers (about
+    2,000 tokens here) and the timeout: with hidden 64 they were only about 2.5 times longer, and a
+    CI run saw every sequence end at max_tokens before the write timed out."""
     choices, max_tokens = 16, 900
-    with Server(tiny, "-t", "2", "--timeout", "1", "--parallel", str(choices)) as server:
+    model = write_tiny_chat_model(tmp_path / MODEL, hidden=1024)
+    with Server(model, "-t", "2", "--timeout", "1", "--parallel", str(choices)) as server:
         body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Talk."}], "n": choices,
                            "max_tokens": max_tokens, "temperature": 1.0, "ignore_eos": True, "logprobs": True,
                            "top_logprobs": 20, "stream": True}).encode()

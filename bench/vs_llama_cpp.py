@@ -23,15 +23,18 @@ With --gguf FILE, both engines run that one file instead (ditto reads GGUF too),
 default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`), ditto in
 each of --numerics (exact,int8: docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that
 SIMD target (DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp
-runs as built.
+runs as built (the header says with which vector extensions), or, with --llama-cpp-avx2, as
+built for AVX2 alone (no AVX-512, no VNNI; compiled once into WORK/llama-cpp-avx2, a few
+minutes): `--target AVX2 --llama-cpp-avx2` is both engines as an AVX2-only machine runs them.
 
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--deep-reps 1] [--dtypes bf16,f16]
                                     [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
-                                    [--llama-cpp-figures FILE] [--engines ditto,llama.cpp]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2] [--threads 2]
-                                    [--reps 3] [--depth 0]
+                                    [--llama-cpp-figures FILE] [--engines ditto,llama.cpp] [--llama-cpp-avx2]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2]
+                                    [--llama-cpp-avx2] [--threads 2] [--reps 3] [--depth 0]
 """
 import argparse
+import importlib.metadata
 import json
 import os
 import statistics
@@ -111,6 +114,34 @@ def write_gguf(checkpoint_dir, gguf_path, dtype):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+# llama.cpp's CMake options for a build that uses AVX2 and nothing wider (GGML_NATIVE would take
+# whatever this CPU has).
+LLAMA_CPP_AVX2 = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
+                  "-DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF")
+
+
+def use_llama_cpp_avx2(work):
+    """Puts llama.cpp built for AVX2 alone first on the import path, compiling the version .venv
+    holds into WORK/llama-cpp-avx2 the first time."""
+    target = os.path.join(work, "llama-cpp-avx2")
+    if not os.path.exists(os.path.join(target, "llama_cpp")):
+        version = importlib.metadata.version("llama-cpp-python")
+        print(f"building llama-cpp-python {version} for AVX2 alone into {target} (a few minutes)", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                        "--no-cache-dir", "--target", target, f"llama-cpp-python=={version}"],
+                       env=dict(os.environ, CMAKE_ARGS=LLAMA_CPP_AVX2), check=True)
+    sys.path.insert(0, target)
+
+
+def llama_cpp_extensions():
+    """The widest vector extensions the llama.cpp in use was built with."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    return next((name for flag, name in (("AVX512_VNNI = 1", "AVX-512 VNNI"), ("AVX512 = 1", "AVX-512"),
+                                          ("AVX2 = 1", "AVX2")) if flag in info), "neither AVX2 nor AVX-512")
 
 
 TESTS = ("pp512 chunk 512", "pp512 chunk 16", "tg128")
@@ -217,13 +248,18 @@ def main():
     parser.add_argument("--llama-cpp-figures", help="JSON file keeping llama.cpp's figures between runs")
     parser.add_argument("--engines", default="ditto,llama.cpp", choices=("ditto,llama.cpp", "llama.cpp"),
                         help="llama.cpp alone: measure and store its figures (with --llama-cpp-figures)")
+    parser.add_argument("--llama-cpp-avx2", action="store_true",
+                        help="run llama.cpp built for AVX2 alone (compiled into WORK/llama-cpp-avx2 the first time)")
     args = parser.parse_args()
     if args.engines == "llama.cpp" and not args.llama_cpp_figures:
         sys.exit("--engines llama.cpp stores its figures: give --llama-cpp-figures FILE")
     depths = [int(d) for d in args.depth.split(",")]
 
-    print(f"{args.cache_type} KV cache, {args.threads} threads; llama.cpp with flash attention off / on, the better "
-          "one compared", flush=True)
+    if args.llama_cpp_avx2:
+        use_llama_cpp_avx2(args.work)
+    extensions = llama_cpp_extensions()
+    print(f"{args.cache_type} KV cache, {args.threads} threads; llama.cpp (built for {extensions}) with flash "
+          "attention off / on, the better one compared", flush=True)
     print("| weights | depth | test | ditto t/s | ditto rate | llama.cpp t/s, FA off | FA on | ditto / llama.cpp |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |", flush=True)
     runs = []
@@ -254,7 +290,7 @@ def main():
             theirs = []
             for flash in (False, True):
                 key = f"{os.path.basename(theirs_path)} depth {depth} {args.cache_type} t{args.threads} r{reps} " + \
-                      f"flash {'on' if flash else 'off'}"
+                      f"flash {'on' if flash else 'off'}" + (" avx2" if args.llama_cpp_avx2 else "")
                 theirs.append(stored.get(key, lambda: llama_cpp_figures(theirs_path, args.threads, reps, depth,
                                                                         args.cache_type, flash)))
             if args.engines == "llama.cpp":

@@ -76,16 +76,16 @@ def event_stream(url, path, body, headers=None, timeout=300):
 
 
 def write_tiny_chat_model(path, seed=0, add_bos=False, hidden=64):
-    """A 2-layer llama GGUF file (hidden 64, Q8_0, random weights) with SmolLM2's tokenizer and
-    chat template copied in: real text in and out, a few milliseconds per token. With add_bos,
-    its tokenizer puts BOS (id 1) before a text, as Llama 2's and Gemma's do. A larger `hidden`
-    makes each token cost more (the output matrix is 49,152 x hidden)."""
+    """A 2-layer llama GGUF file (hidden 64 unless asked, Q8_0, random weights) with SmolLM2's
+    tokenizer and chat template copied in: real text in and out, a few milliseconds per token. With
+    add_bos, its tokenizer puts BOS (id 1) before a text, as Llama 2's and Gemma's do. A larger
+    `hidden` makes each token cost more (the output matrix is 49,152 x hidden)."""
     from ditto_testing.gguf_models import copy_tokenizer, write_llama_gguf
     from ditto_testing.models import smollm2_gguf
 
     tokenizer = copy_tokenizer(smollm2_gguf(), replace={"tokenizer.ggml.add_bos_token": add_bos})
-    write_llama_gguf(path, {"default": "Q8_0"}, vocab=49152, hidden=hidden, mlp=2 * hidden, layers=2, heads=4, kv_heads=2,
-                     tied=True, bound=0.5, seed=seed, tokenizer=tokenizer)
+    write_llama_gguf(path, {"default": "Q8_0"}, vocab=49152, hidden=hidden, mlp=2 * hidden, layers=2, heads=4,
+                     kv_heads=2, tied=True, bound=0.5, seed=seed, tokenizer=tokenizer)
     return str(path)
 
 

@@ -196,6 +196,31 @@ TEST(Int8Packing, HoldsTheEntriesScalesAndMinimumsOfTheExactPacking) {
   }
 }
 
+// The 32-input types keep the file's f16 fields as f16: every bit pattern (subnormals,
+// infinities, NaN payloads) widens to the f32 the exact packing holds.
+TEST(Int8Packing, KeepsEveryF16ScaleAndMinimumBitForBit) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    ASSERT_EQ(int8_packing(dtype).field_bytes, 2u) << dtype_name(dtype);
+    const size_t n = 16, k = 65536 / n * kInt8Block, block_bytes = dtype_block_bytes(dtype);
+    auto source = testing::random_quant_blocks(dtype, n * k, 5, 1.0f);
+    const int minimum_at = testing::f16_minimum_at(dtype);
+    for (size_t b = 0; b < n * k / kInt8Block; ++b) {
+      const auto scale = uint16_t(b), minimum = uint16_t(~b);
+      std::memcpy(&source[b * block_bytes], &scale, 2);  // d opens each of these blocks
+      if (minimum_at >= 0) std::memcpy(&source[b * block_bytes + size_t(minimum_at)], &minimum, 2);
+    }
+    const auto exact = PackedMatrix::pack(dtype, n, k, source.data());
+    const auto int8 = pack_int8(dtype, source, n, k);
+    for (size_t row = 0; row < n; ++row)
+      for (size_t g = 0; g < k / kInt8Block; ++g) {
+        ASSERT_EQ(f32_bits(int8.view().group_scale(row, g)), f32_bits(exact.view().group_scale(row, g)))
+            << dtype_name(dtype) << " " << row << " " << g;
+        ASSERT_EQ(f32_bits(int8.view().group_minimum(row, g)), f32_bits(exact.view().group_minimum(row, g)))
+            << dtype_name(dtype) << " " << row << " " << g;
+      }
+  }
+}
+
 // The reference computes what the numerics page says: against the same sum in double (each
 // group's products exact, its scale and minimum terms rounded once), within the roundings of
 // the f32 steps: three per group, each at most 2^-24 of the largest partial sum.

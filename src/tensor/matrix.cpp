@@ -49,6 +49,20 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
   }
 }
 
+// Field `at` of an Int8 tile's scales and minimums: an f32, or the f16 it was widened from
+// (field_bytes 2: the file's own f16 field, so narrowing is exact, NaN payloads included).
+void store_int8_field(const Int8Packing& packing, unsigned char* tile, size_t at, float value) {
+  if (packing.field_bytes == 4) {
+    std::memcpy(tile + at * 4, &value, 4);
+    return;
+  }
+  const uint32_t bits = f32_bits(value);
+  // f32_to_f16 would set a NaN's quiet bit; the f16 it came from had its payload in bits 13..22.
+  const auto half = uint16_t(std::isnan(value) ? (bits >> 16 & 0x8000u) | 0x7c00u | (bits >> 13 & 0x3ffu) : f32_to_f16(value));
+  if (f32_bits(f16_to_f32(half)) != bits) throw Error("an int8 tile's f16 field does not hold its value");
+  std::memcpy(tile + at * 2, &half, 2);
+}
+
 // The same groups into Int8 tiles (matrix.h): group g of source row source_rows[n] goes to
 // tile g G / 32 of panel n / 16, column n % 16; its entries, as unsigned (or signed) bytes or
 // nibbles, to their quads.
@@ -67,12 +81,11 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
       for (size_t g = 0; g < block / group; ++g) {
         const size_t k0 = at + g * group;
         unsigned char* tile = panel + k0 / kInt8Block * tile_bytes;
-        auto* fields = reinterpret_cast<float*>(tile);
         const size_t h = k0 % kInt8Block / group;
-        fields[h * kPanelRows + o] = groups[g].scale;
+        store_int8_field(packing, tile, h * kPanelRows + o, groups[g].scale);
         if (packing.minimum)
-          fields[(packing.groups + h) * kPanelRows + o] =
-              quant_minimum(dtype) == QuantMinimum::Subtracted ? -groups[g].minimum : groups[g].minimum;
+          store_int8_field(packing, tile, (packing.groups + h) * kPanelRows + o,
+                           quant_minimum(dtype) == QuantMinimum::Subtracted ? -groups[g].minimum : groups[g].minimum);
         for (size_t i = 0; i < group; ++i) {
           const size_t k = (k0 + i) % kInt8Block;
           const int e = groups[g].entries[i];

@@ -43,18 +43,19 @@ static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0
 
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
 // per panel and block of 32 inputs one tile of int8_tile_bytes(dtype) bytes, holding the 16
-// outputs' f32 scales of each group of the block ([groups][16]), then their minimums
-// ([groups][16], only for types with one; negated for the types that subtract it, as the
-// int8 chain adds it: int8_minimum_term), then the entries, stored unsigned as entry + offset
+// outputs' scales of each group of the block ([groups][16]), then their minimums ([groups][16],
+// only for types with one; negated for the types that subtract it, as the int8 chain adds it:
+// int8_minimum_term), both f16 or f32 (Int8Packing::field_bytes: f16 where the file's f16
+// fields are the scale and minimum as they are, so that decode, which streams the tiles, reads
+// no more than the file holds), then the entries, stored unsigned as entry + offset
 // (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds input 4 j + t of output o, so that
 // each 32-bit lane holds four consecutive inputs of one output, the four products vpdpbusd (and
 // pmaddubsw + pmaddwd) sum into it. Nibbles: byte 64 c + 4 o + t holds input 8 c + t of output o
 // in its low 4 bits and input 8 c + 4 + t in its high 4 bits.
-inline constexpr size_t kInt8ScaleBytes = kPanelRows * sizeof(float);
 constexpr size_t int8_entry_bytes(DType dtype) { return int8_packing(dtype).nibbles ? 256 : 512; }
 constexpr size_t int8_tile_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
-  return packing.groups * kInt8ScaleBytes * (packing.minimum ? 2 : 1) + int8_entry_bytes(dtype);
+  return packing.groups * kPanelRows * packing.field_bytes * (packing.minimum ? 2 : 1) + int8_entry_bytes(dtype);
 }
 
 struct MatrixView {
@@ -143,9 +144,10 @@ inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
   }
   const Int8Packing packing = int8_packing(dtype);
   if (field == 1 && !packing.minimum) return 0.0f;
-  const size_t groups = packing.groups;
-  const auto* fields = reinterpret_cast<const float*>(int8_tile(n / kPanelRows, g / groups));
-  return fields[(field * groups + g % groups) * kPanelRows + o];
+  const size_t groups = packing.groups, at = (field * groups + g % groups) * kPanelRows + o;
+  const unsigned char* fields = int8_tile(n / kPanelRows, g / groups);
+  if (packing.field_bytes == 2) return f16_to_f32(reinterpret_cast<const uint16_t*>(fields)[at]);
+  return reinterpret_cast<const float*>(fields)[at];
 }
 
 // Owns a matrix packed once, at load, from the file's bytes into the kernels' layout.

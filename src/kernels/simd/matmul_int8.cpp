@@ -99,6 +99,13 @@ HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, V
   }
 }
 
+// Lanes at .. at + kLanesF - 1 of a tile's scales and minimums (matrix.h), stored as f16 or f32
+// (kFieldBytes), widened to f32 exactly.
+template <size_t kFieldBytes>
+HWY_INLINE VF LoadField(const unsigned char* fields, size_t at) {
+  return LoadWidened(DF(), kFieldBytes == 2 ? DType::F16 : DType::F32, fields + at * kFieldBytes);
+}
+
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
 // panel_bytes long): every output's chain over the groups, stored to y. Prefetches its share of
 // `prefetch` spread over the blocks.
@@ -158,14 +165,14 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
       }
       VF scale[kVectors], minimum[kVectors];
       for (size_t v = 0; v < kVectors; ++v) {
-        const auto* fields = reinterpret_cast<const float*>(tile[v / kVectorsPerPanel]);
         const size_t lane = (v % kVectorsPerPanel) * kLanesF;
-        scale[v] = hn::Load(df, fields + h * kPanelRows + lane);
+        scale[v] = LoadField<kPacking.field_bytes>(tile[v / kVectorsPerPanel], h * kPanelRows + lane);
         // +-minimum as packed (MatrixView::int8_minimum_term): a negation here, or NegMulAdd, would
         // leave the sign of a NaN operand to the compiler (GCC's vfnmadd negates none; clang's
         // _mm512_fnmadd_ps negates s and its _mm256_fnmadd_ps the minimum, unless it optimises
         // them, or a Neg, into vfnmadd).
-        if constexpr (kPacking.minimum) minimum[v] = hn::Load(df, fields + (kGroups + h) * kPanelRows + lane);
+        if constexpr (kPacking.minimum)
+          minimum[v] = LoadField<kPacking.field_bytes>(tile[v / kVectorsPerPanel], (kGroups + h) * kPanelRows + lane);
       }
       const size_t g = b * kGroups + h;
       for (size_t r = 0; r < R; ++r) {

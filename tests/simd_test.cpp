@@ -186,19 +186,25 @@ TEST(Simd, RopeMatchesReference) {
 
 // Random gates, then the extremes: exp overflow, underflow into subnormals, infinities and NaN
 // go through the same lanes; the tails of 1 and 7 values run the scalar code.
+// The threads split long inputs (from 8,192 values): those run on 1 and 3 threads.
 using GatedActivation = void (*)(const float* gate, const float* up, size_t n, float* out);
-void expect_activation_matches_reference(GatedActivation reference, GatedActivation simd, std::vector<float> gate) {
+using ThreadedActivation = void (*)(const float* gate, const float* up, size_t n, float* out, int threads);
+void expect_activation_matches_reference(GatedActivation reference, ThreadedActivation simd, std::vector<float> gate) {
+  const auto repeated = gate;
+  while (gate.size() < 3 * 4096 + 5) gate.insert(gate.end(), repeated.begin(), repeated.end());
   for (float special : {-200.0f, -103.9f, -90.0f, 88.0f, 89.0f, 200.0f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f})
     gate.push_back(special);
   const auto up = random_floats(gate.size(), 6);
   std::vector<float> expected(gate.size());
   reference(gate.data(), up.data(), gate.size(), expected.data());
   for_each_target([&] {
-    for (size_t n : {size_t(1), size_t(7), gate.size()}) {
-      std::vector<float> got(n);
-      simd(gate.data() + gate.size() - n, up.data() + gate.size() - n, n, got.data());
-      ASSERT_EQ(std::memcmp(got.data(), expected.data() + gate.size() - n, n * sizeof(float)), 0) << "n " << n;
-    }
+    for (size_t n : {size_t(1), size_t(7), size_t(1001), gate.size()})
+      for (int threads : {1, 3}) {
+        std::vector<float> got(n);
+        simd(gate.data() + gate.size() - n, up.data() + gate.size() - n, n, got.data(), threads);
+        ASSERT_EQ(std::memcmp(got.data(), expected.data() + gate.size() - n, n * sizeof(float)), 0)
+            << "n " << n << ", threads " << threads;
+      }
   });
 }
 

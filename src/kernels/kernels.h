@@ -25,8 +25,10 @@ void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::
                    int threads = 1);
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
-void silu_mul(const float* gate, const float* up, size_t n, float* out);
-void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out);
+// Gated activations, element by element: split over up to `threads` threads when n is large
+// (a prefill chunk's rows), the same bits either way.
+void silu_mul(const float* gate, const float* up, size_t n, float* out, int threads = 1);
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out, int threads = 1);
 void softcap(float* x, size_t n, float cap);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads);

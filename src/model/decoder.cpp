@@ -62,7 +62,7 @@ void mixture_of_experts(const ModelConfig& c, const LayerWeights& layer, const f
     const ExpertWeights& expert = layer.experts[e];
     kernels::matmuls(s.expert_in.data(), members.size(),
                      {{{expert.gate.view(), s.expert_gate.data()}, {expert.up.view(), s.expert_up.data()}}}, threads);
-    kernels::silu_mul(s.expert_gate.data(), s.expert_up.data(), members.size() * width, s.expert_gate.data());
+    kernels::silu_mul(s.expert_gate.data(), s.expert_up.data(), members.size() * width, s.expert_gate.data(), threads);
     kernels::matmul(s.expert_gate.data(), members.size(), expert.down.view(), s.expert_out.data(), threads);
     for (size_t m = 0; m < members.size(); ++m) {
       float* sum = out + members[m].first * hidden;
@@ -176,7 +176,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       observe(l, {{"mlp_norm", &normed}, {"router", &scratch.router}, {"experts", &projected}});
     } else {
       kernels::matmuls(normed.data(), rows, {{{layer.gate.view(), gate.data()}, {layer.up.view(), up.data()}}}, threads);
-      activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data());
+      activation(gate.data(), up.data(), rows * c.intermediate_size, gate.data(), threads);
       kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
       observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});
     }

@@ -1,9 +1,11 @@
 // SIMD RMSNorm, RoPE, SiLU·mul, GELU-tanh·mul and softcapping: the reference formulas, vectorised across elements; the
 // tail past the last full vector runs the scalar reference formula.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/math.h"
+#include "kernels/thread_pool.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/simd/elementwise.cpp"
@@ -130,11 +132,26 @@ void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float e
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin) {
   HWY_DYNAMIC_DISPATCH(Rope)(x, heads, head_dim, cos, sin);
 }
-void silu_mul(const float* gate, const float* up, size_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, n, out);
+namespace {
+// Elements a thread takes at a time: a 16-row chunk of Gemma 3 270M's MLP (2,048 wide) is 8 such,
+// and the calling thread alone took 3-6% of its prefill, the other waiting.
+constexpr size_t kActivationSlice = 4096;
+
+template <typename Activation>
+void split_activation(Activation activation, const float* gate, const float* up, size_t n, float* out, int threads) {
+  if (threads == 1 || n < 2 * kActivationSlice) return activation(gate, up, n, out);
+  parallel_for(threads, (n + kActivationSlice - 1) / kActivationSlice, [&](size_t begin, size_t end) {
+    const size_t first = begin * kActivationSlice, last = std::min(n, end * kActivationSlice);
+    activation(gate + first, up + first, last - first, out + first);
+  });
 }
-void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(GeluTanhMul)(gate, up, n, out);
+}  // namespace
+
+void silu_mul(const float* gate, const float* up, size_t n, float* out, int threads) {
+  split_activation(HWY_DYNAMIC_DISPATCH(SiluMul), gate, up, n, out, threads);
+}
+void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out, int threads) {
+  split_activation(HWY_DYNAMIC_DISPATCH(GeluTanhMul), gate, up, n, out, threads);
 }
 void softcap(float* x, size_t n, float cap) { HWY_DYNAMIC_DISPATCH(Softcap)(x, n, cap); }
 std::string target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

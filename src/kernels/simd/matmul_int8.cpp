@@ -271,9 +271,10 @@ void QuantizeRows(const float* x, size_t rows, size_t cols, size_t group, ref::I
   parallel_for(threads, rows, quantize);
 }
 
-// Below this many rows the inputs are rounded by the calling thread: rounding a chunk's few rows
-// is shorter than handing it to the pool.
-constexpr size_t kParallelQuantizeRows = 64;
+// Below this many rows the inputs are rounded by the calling thread: rounding a few rows is
+// shorter than handing it to the pool. A 16-row chunk's is not (Gemma 3 270M, chunk-16 prefill
+// on 2 threads: 4.5% faster split than on the calling thread alone).
+constexpr size_t kParallelQuantizeRows = 16;
 
 // Every job's matmul of the same rows: the inputs rounded once per group size (32 or 16) the
 // jobs' types use, and the panel groups of all jobs, one after the other, one hand-off to the

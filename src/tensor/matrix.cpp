@@ -58,7 +58,8 @@ void store_int8_field(const Int8Packing& packing, unsigned char* tile, size_t at
   }
   const uint32_t bits = f32_bits(value);
   // f32_to_f16 would set a NaN's quiet bit; the f16 it came from had its payload in bits 13..22.
-  const auto half = uint16_t(std::isnan(value) ? (bits >> 16 & 0x8000u) | 0x7c00u | (bits >> 13 & 0x3ffu) : f32_to_f16(value));
+  const auto half =
+      uint16_t(std::isnan(value) ? (bits >> 16 & 0x8000u) | 0x7c00u | (bits >> 13 & 0x3ffu) : f32_to_f16(value));
   if (f32_bits(f16_to_f32(half)) != bits) throw Error("an int8 tile's f16 field does not hold its value");
   std::memcpy(tile + at * 2, &half, 2);
 }

@@ -81,10 +81,11 @@ int f16_minimum_at(DType dtype) { return f16_factors(dtype).minimum_at; }
 bool set_nan_minimums(DType dtype, std::vector<unsigned char>& blocks) {
   const int minimum_at = f16_minimum_at(dtype);
   if (minimum_at < 0) return false;
-  const uint16_t nans[] = {0x7e00, 0xfe00};  // f16 NaN, positive and negative
+  // f16 NaNs, positive and negative, quiet and signalling (with a payload the widening keeps).
+  const uint16_t nans[] = {0x7e00, 0xfe00, 0x7d01, 0xfc81};
   const size_t block_bytes = dtype_block_bytes(dtype);
   for (size_t block = 0; block * block_bytes < blocks.size(); block += 4)
-    std::memcpy(&blocks[block * block_bytes + size_t(minimum_at)], &nans[block / 4 % 2], 2);
+    std::memcpy(&blocks[block * block_bytes + size_t(minimum_at)], &nans[block / 4 % 4], 2);
   return true;
 }
 

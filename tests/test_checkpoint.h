@@ -30,9 +30,9 @@ std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint6
                                                bool any_finite_factors = false);
 // The byte at which a block of a quantised type keeps its f16 minimum factor, or -1 if it has none.
 int f16_minimum_at(DType dtype);
-// Sets the f16 minimum of every fourth block of `blocks` to NaN, positive and negative in turn
-// (so that a matrix of three blocks a row has at most one in each output). False if the type has
-// no minimum.
+// Sets the f16 minimum of every fourth block of `blocks` to NaN, of both signs, quiet and
+// signalling in turn (so that a matrix of three blocks a row has at most one in each output).
+// False if the type has no minimum.
 bool set_nan_minimums(DType dtype, std::vector<unsigned char>& blocks);
 
 struct TestTensor {

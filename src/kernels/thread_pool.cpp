@@ -24,20 +24,42 @@ inline void cpu_relax() {
 
 }  // namespace
 
-// One run: chunks are claimed through `next`; `done` counts finished chunks. A worker that
-// arrives late holds the job alive through its shared_ptr, finds no chunk left and leaves.
+// One run: the chunks are dealt out in one contiguous range per thread (a slot), which each
+// thread claims from the front, chunk after chunk, so that what it reads next follows what it
+// read last (prefetched ahead, or found by the hardware's prefetcher); a thread whose range is
+// done claims from the others' in turn, so a thread the OS set aside delays nobody. `done`
+// counts finished chunks. A worker that arrives late holds the job alive through its
+// shared_ptr, finds no chunk left and leaves.
 struct ThreadPool::Job {
+  struct alignas(64) Slot {
+    std::atomic<size_t> next;
+    size_t end;
+  };
   const std::function<void(size_t, size_t)>* body;
   size_t count, chunk, chunks;
-  std::atomic<size_t> next{0};
+  std::vector<Slot> slots;
+  std::atomic<size_t> arrivals{0};
   std::atomic<size_t> done{0};
+
+  Job(const std::function<void(size_t, size_t)>& run, size_t count_, size_t active)
+      : body(&run), count(count_), chunk(std::max<size_t>(1, count_ / (active * kChunksPerThread))),
+        chunks((count_ + chunk - 1) / chunk), slots(active) {
+    for (size_t s = 0; s < active; ++s) {
+      slots[s].next.store(s * chunks / active, std::memory_order_relaxed);
+      slots[s].end = (s + 1) * chunks / active;
+    }
+  }
 
   // Returns true if this call finished the last chunk.
   bool claim_and_run() {
     bool finished_last = false;
-    for (size_t i = next.fetch_add(1); i < chunks; i = next.fetch_add(1)) {
-      (*body)(i * chunk, std::min(count, (i + 1) * chunk));
-      finished_last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
+    const size_t first = arrivals.fetch_add(1);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Slot& slot = slots[(first + k) % slots.size()];
+      for (size_t i = slot.next.fetch_add(1); i < slot.end; i = slot.next.fetch_add(1)) {
+        (*body)(i * chunk, std::min(count, (i + 1) * chunk));
+        finished_last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
+      }
     }
     return finished_last;
   }
@@ -95,11 +117,7 @@ void ThreadPool::run(int threads, size_t count, const std::function<void(size_t,
   const size_t active = std::min<size_t>(size_t(std::max(threads, 1)), count);
   if (active == 1) return body(0, count);
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  auto job = std::make_shared<Job>();
-  job->body = &body;
-  job->count = count;
-  job->chunk = std::max<size_t>(1, count / (active * kChunksPerThread));
-  job->chunks = (count + job->chunk - 1) / job->chunk;
+  auto job = std::make_shared<Job>(body, count, active);
   {
     std::lock_guard<std::mutex> lock(job_mutex_);
     while (workers_.size() + 1 < active) workers_.emplace_back([this] { work(); });

@@ -13,8 +13,9 @@ namespace ditto {
 // A persistent pool of worker threads, started once and shared by every session. Kernels
 // split independent outputs (matmul panels, attention heads and rows) over it, so neither
 // the thread count nor which thread computes what can change a result. Work is handed out
-// in small chunks that threads claim as they come, so a worker the OS has descheduled on a
-// busy machine delays nobody; idle workers spin briefly, then sleep.
+// in small chunks that threads claim as they come, each from a contiguous range of its own
+// first, so a worker the OS has descheduled on a busy machine delays nobody; idle workers spin
+// briefly, then sleep.
 class ThreadPool {
  public:
   static ThreadPool& shared();

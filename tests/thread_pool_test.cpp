@@ -1,0 +1,53 @@
+#include "kernels/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+namespace ditto {
+namespace {
+
+TEST(ThreadPool, CoversEveryIndexOnceForAnyCountAndThreads) {
+  for (const int threads : {1, 2, 3, 5})
+    for (const size_t count : {size_t(1), size_t(2), size_t(3), size_t(7), size_t(8), size_t(13), size_t(97), size_t(1000)}) {
+      std::vector<std::atomic<int>> visits(count);
+      std::atomic<size_t> calls{0};
+      parallel_for(threads, count, [&](size_t begin, size_t end) {
+        ASSERT_LT(begin, end);
+        ASSERT_LE(end, count);
+        for (size_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+        calls.fetch_add(1);
+      });
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(visits[i].load(), 1) << "threads " << threads << " count " << count << " index " << i;
+      EXPECT_LE(calls.load(), count);
+    }
+}
+
+// Each thread starts on a range of its own; one held up (as by the OS) must not hold up the
+// rest of its range: the others take it over. The first chunk to start waits until every
+// other chunk is done, which only happens if its range's remaining chunks are taken by others.
+TEST(ThreadPool, OthersTakeOverTheRangeOfAThreadHeldUp) {
+  constexpr size_t kCount = 64;
+  std::mutex mutex;
+  std::condition_variable changed;
+  size_t done = 0;
+  bool first_taken = false, waited_out = false;
+  parallel_for(2, kCount, [&](size_t begin, size_t end) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!first_taken) {
+      first_taken = true;
+      waited_out = !changed.wait_for(lock, std::chrono::seconds(30), [&] { return done + (end - begin) == kCount; });
+    }
+    done += end - begin;
+    changed.notify_all();
+  });
+  EXPECT_FALSE(waited_out);
+  EXPECT_EQ(done, kCount);
+}
+
+}  // namespace
+}  // namespace ditto

@@ -326,8 +326,8 @@ TEST(Simd, AttentionTilesAndSplitsMatchReference) {
     bool interleaved;
   };
   for (DType cache_dtype : {DType::F32, DType::F16, DType::BF16}) {
-    for (Shape s : {Shape{4, 4, 64, 0, 70, true}, Shape{14, 2, 128, 300, 9, false}, Shape{8, 1, 256, 290, 11, false},
-                    Shape{2, 1, 128, 511, 1, false}, Shape{16, 8, 128, 257, 3, true}}) {
+    for (Shape s : {Shape{4, 4, 64, 0, 70, true}, Shape{4, 2, 64, 0, 70, false}, Shape{14, 2, 128, 300, 9, false},
+                    Shape{8, 1, 256, 290, 11, false}, Shape{2, 1, 128, 511, 1, false}, Shape{16, 8, 128, 257, 3, true}}) {
       for (size_t window : {size_t(0), size_t(100)}) {
         const size_t length = s.first_pos + s.rows;
         const PagedCache cache(cache_dtype, s.kv_heads, s.head_dim, 16, {length, length}, 29);
@@ -339,8 +339,9 @@ TEST(Simd, AttentionTilesAndSplitsMatchReference) {
                       {cache.tables[1].data(), s.first_pos + t});
         const auto q = random_floats(rows.size() * s.heads * s.head_dim, 31, 3.0f);
         const ref::AttentionParams params{ref::AttentionParams::inverse_sqrt_scale(double(s.head_dim)), window};
-        // Tiles of up to 64 row-heads for one thread; for two and five, tiles of fewer rows so
-        // that there are twice as many as threads, or where even rows of one are too few, splits.
+        // Tiles of up to 128 row-heads for one thread (70 rows of two heads a kv head: a whole one
+        // and a part); for two and five, tiles of fewer rows so that there are twice as many as
+        // threads, or where even rows of one are too few, splits.
         expect_attention_matches_reference(q, rows, cache.view, s.heads, params, {1, 2, 5},
                                            dtype_name(cache_dtype) + " heads " + std::to_string(s.heads) + "/" +
                                                std::to_string(s.kv_heads) + " head_dim " + std::to_string(s.head_dim) +

@@ -32,7 +32,7 @@ constexpr size_t kLanesF = hn::MaxLanes(DF());
 static_assert(kLaneVectors <= 2, "SIMD attention needs 8 or 16 f32 lanes");
 // Accumulator registers of a register tile: half the register file.
 constexpr size_t kAccumulators = kLanesF == 16 ? 16 : 8;
-constexpr size_t kTileRowHeads = 64;  // row-heads of a tile (so 32 rows for two heads per kv head)
+constexpr size_t kTileRowHeads = 128;  // row-heads of a tile (so 64 rows for two heads per kv head)
 // Keys every register tile of a tile sweeps before the next block: for scores, and for values.
 constexpr size_t kKeyBlock = 32, kValueBlock = 64;
 static_assert(kKeyBlock % kLanesF == 0, "key blocks of whole transposed groups");

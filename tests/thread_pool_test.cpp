@@ -13,17 +13,15 @@ namespace {
 
 TEST(ThreadPool, CoversEveryIndexOnceForAnyCountAndThreads) {
   for (const int threads : {1, 2, 3, 5})
-    for (const size_t count : {size_t(1), size_t(2), size_t(3), size_t(7), size_t(8), size_t(13), size_t(97), size_t(1000)}) {
+    for (const size_t count : std::vector<size_t>{1, 2, 3, 7, 8, 13, 97, 1000}) {
       std::vector<std::atomic<int>> visits(count);
-      std::atomic<size_t> calls{0};
       parallel_for(threads, count, [&](size_t begin, size_t end) {
         ASSERT_LT(begin, end);
         ASSERT_LE(end, count);
         for (size_t i = begin; i < end; ++i) visits[i].fetch_add(1);
-        calls.fetch_add(1);
       });
-      for (size_t i = 0; i < count; ++i) ASSERT_EQ(visits[i].load(), 1) << "threads " << threads << " count " << count << " index " << i;
-      EXPECT_LE(calls.load(), count);
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(visits[i].load(), 1) << "threads " << threads << " count " << count << " index " << i;
     }
 }
 

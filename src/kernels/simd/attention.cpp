@@ -192,34 +192,46 @@ void TransposeKeys(DF d, const unsigned char* const* rows, size_t count, size_t 
     }
 }
 
+// acc[c]: the fma chains over dimensions first + 8 c + 16 i (c < C) of NR queries with G groups
+// of transposed keys, run together, each query element loaded once for G groups.
+template <size_t C, size_t NR, size_t G>
+HWY_INLINE void Chains(DF d, const float* const* q, const float* keys_t, size_t head_dim, size_t first,
+                       VF (&acc)[C][G][NR]) {
+  for (size_t c = 0; c < C; ++c)
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < NR; ++r) acc[c][g][r] = hn::Zero(d);
+  for (size_t dim = first; dim < head_dim; dim += 16) {
+    VF k[C][G];
+    for (size_t c = 0; c < C; ++c)
+      for (size_t g = 0; g < G; ++g) k[c][g] = hn::LoadU(d, keys_t + (g * head_dim + dim + 8 * c) * kLanesF);
+    for (size_t r = 0; r < NR; ++r)
+      for (size_t c = 0; c < C; ++c) {
+        const VF qv = hn::Set(d, q[r][dim + 8 * c]);
+        for (size_t g = 0; g < G; ++g) acc[c][g][r] = hn::MulAdd(qv, k[c][g], acc[c][g][r]);
+      }
+  }
+}
+
 // Lane sums of the 16-lane dot products of NR queries with G groups of transposed keys (group g
 // at keys_t + g * kLanesF * head_dim), folded as fold_lanes folds: FoldedLanes<W, J> is lane J
 // after the fold levels above W (W = 16: virtual lane J itself, the fma chain over dimensions
 // J + 16 i), i.e. lane J plus lane J + W of the level below. The two chains of the last level
-// run together, 2 G NR chains to hide the fma latency, each query element loaded once for G
-// groups.
+// run together where the registers hold both (2 G NR accumulators), else one after the other.
 template <size_t W, size_t J, size_t NR, size_t G>
 HWY_INLINE void FoldedLanes(DF d, const float* const* q, const float* keys_t, size_t head_dim, VF (&out)[G][NR]) {
   if constexpr (W == 8) {
-    VF lo[G][NR], hi[G][NR];
-    for (size_t g = 0; g < G; ++g)
-      for (size_t r = 0; r < NR; ++r) lo[g][r] = hi[g][r] = hn::Zero(d);
-    for (size_t dim = J; dim < head_dim; dim += 16) {
-      VF k_lo[G], k_hi[G];
-      for (size_t g = 0; g < G; ++g) {
-        k_lo[g] = hn::LoadU(d, keys_t + (g * head_dim + dim) * kLanesF);
-        k_hi[g] = hn::LoadU(d, keys_t + (g * head_dim + dim + 8) * kLanesF);
-      }
-      for (size_t r = 0; r < NR; ++r) {
-        const VF q_lo = hn::Set(d, q[r][dim]), q_hi = hn::Set(d, q[r][dim + 8]);
-        for (size_t g = 0; g < G; ++g) {
-          lo[g][r] = hn::MulAdd(q_lo, k_lo[g], lo[g][r]);
-          hi[g][r] = hn::MulAdd(q_hi, k_hi[g], hi[g][r]);
-        }
-      }
+    if constexpr (2 * G * NR <= kAccumulators) {
+      VF both[2][G][NR];
+      Chains<2, NR, G>(d, q, keys_t, head_dim, J, both);
+      for (size_t g = 0; g < G; ++g)
+        for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(both[0][g][r], both[1][g][r]);
+    } else {
+      VF lo[1][G][NR], hi[1][G][NR];
+      Chains<1, NR, G>(d, q, keys_t, head_dim, J, lo);
+      Chains<1, NR, G>(d, q, keys_t, head_dim, J + 8, hi);
+      for (size_t g = 0; g < G; ++g)
+        for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(lo[0][g][r], hi[0][g][r]);
     }
-    for (size_t g = 0; g < G; ++g)
-      for (size_t r = 0; r < NR; ++r) out[g][r] = hn::Add(lo[g][r], hi[g][r]);
   } else {
     VF hi[G][NR];
     FoldedLanes<2 * W, J, NR, G>(d, q, keys_t, head_dim, out);
@@ -230,10 +242,11 @@ HWY_INLINE void FoldedLanes(DF d, const float* const* q, const float* keys_t, si
 }
 
 // Scores of row-heads rh[0 .. n) (n <= NR) for the key groups over positions k0 .. k1 - 1 of the
-// transposed key block that starts at b0 and ends before b1, kScoreGroups groups at a time (as
-// many as the registers hold). Whole groups are stored, but nothing at or past b1, which may be
-// another job's.
-constexpr size_t kScoreGroups = kLanesF == 16 ? 2 : 1;
+// transposed key block that starts at b0 and ends before b1, two groups at a time, so that each
+// query element loaded serves two groups (with AVX2's 16 registers the two chains of the last
+// fold level then run one after the other: prefill at 4,096 positions 8% faster than one group
+// with both chains). Whole groups are stored, but nothing at or past b1, which may be another job's.
+constexpr size_t kScoreGroups = 2;
 
 template <size_t NR>
 void ScoreGroups(DF d, const RowHead* rh, size_t n, const float* keys_t, size_t b0, size_t b1, size_t k0, size_t k1,

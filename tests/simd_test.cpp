@@ -71,10 +71,11 @@ INSTANTIATE_TEST_SUITE_P(Simd, QuantisedMatmul, ::testing::ValuesIn(kQuantizedDT
 
 TEST_P(QuantisedMatmul, MatchesReference) {
   const DType dtype = GetParam();
-  // Up to 16 rows the tiles dequantise in registers, beyond that a block of 2048 inputs at a
-  // time; the last shape spans two such blocks. Inputs are whole blocks (of 256 for K-quants).
+  // Up to a row tile's rows (6 on AVX2, 8 on AVX-512) the tiles dequantise in registers, beyond
+  // that a block of 2048 inputs at a time; the last shape spans two such blocks. Inputs are whole
+  // blocks (of 256 for K-quants).
   const size_t block = dtype_block_elements(dtype);
-  for (size_t rows : {1, 2, 5, 9, 16, 17, 70}) {
+  for (size_t rows : {1, 2, 5, 6, 7, 8, 9, 16, 17, 70}) {
     for (auto [n, inputs] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
       const size_t k = (inputs + block - 1) / block * block;
       const auto source = testing::random_quant_blocks(dtype, n * k, n * 31 + k, 1.0f);

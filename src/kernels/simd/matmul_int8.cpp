@@ -206,18 +206,10 @@ Int8TileFn SelectInt8Tile(size_t rows, size_t panels) {
 }
 
 Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels) {
-  switch (dtype) {
-    case DType::Q8_0: return SelectInt8Tile<DType::Q8_0>(rows, panels);
-    case DType::Q4_0: return SelectInt8Tile<DType::Q4_0>(rows, panels);
-    case DType::Q4_1: return SelectInt8Tile<DType::Q4_1>(rows, panels);
-    case DType::Q5_0: return SelectInt8Tile<DType::Q5_0>(rows, panels);
-    case DType::Q5_1: return SelectInt8Tile<DType::Q5_1>(rows, panels);
-    case DType::Q2_K: return SelectInt8Tile<DType::Q2_K>(rows, panels);
-    case DType::Q3_K: return SelectInt8Tile<DType::Q3_K>(rows, panels);
-    case DType::Q4_K: return SelectInt8Tile<DType::Q4_K>(rows, panels);
-    case DType::Q5_K: return SelectInt8Tile<DType::Q5_K>(rows, panels);
-    default: return SelectInt8Tile<DType::Q6_K>(rows, panels);
-  }
+  return WithWeightType(dtype, [&](auto type) -> Int8TileFn {
+    if constexpr (is_quantized(type())) return SelectInt8Tile<type()>(rows, panels);
+    return nullptr;  // never here: only quantised matrices are packed for the int8 numerics
+  });
 }
 
 // ref::quantize_block lane by lane; also returns the sums of the values of each group of

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "ditto/dtype.h"
 #include "tensor/matrix.h"
@@ -45,6 +46,28 @@ HWY_INLINE VF LoadWidened(DF d, DType dtype, const void* data) {
     default: break;  // never here: quantised tiles are read with DequantizeLanes (matmul.cpp)
   }
   return hn::LoadU(d, static_cast<const float*>(data));
+}
+
+// Calls visit(std::integral_constant<DType, T>{}) for the type T of a matrix's weights, so
+// that a kernel is compiled for each type.
+template <class Visit>
+HWY_INLINE decltype(auto) WithWeightType(DType dtype, const Visit& visit) {
+  switch (dtype) {
+    case DType::BF16: return visit(std::integral_constant<DType, DType::BF16>{});
+    case DType::F16: return visit(std::integral_constant<DType, DType::F16>{});
+    case DType::Q8_0: return visit(std::integral_constant<DType, DType::Q8_0>{});
+    case DType::Q4_0: return visit(std::integral_constant<DType, DType::Q4_0>{});
+    case DType::Q4_1: return visit(std::integral_constant<DType, DType::Q4_1>{});
+    case DType::Q5_0: return visit(std::integral_constant<DType, DType::Q5_0>{});
+    case DType::Q5_1: return visit(std::integral_constant<DType, DType::Q5_1>{});
+    case DType::Q2_K: return visit(std::integral_constant<DType, DType::Q2_K>{});
+    case DType::Q3_K: return visit(std::integral_constant<DType, DType::Q3_K>{});
+    case DType::Q4_K: return visit(std::integral_constant<DType, DType::Q4_K>{});
+    case DType::Q5_K: return visit(std::integral_constant<DType, DType::Q5_K>{});
+    case DType::Q6_K: return visit(std::integral_constant<DType, DType::Q6_K>{});
+    case DType::F32: break;
+  }
+  return visit(std::integral_constant<DType, DType::F32>{});
 }
 
 // Memory a tile asks the CPU to start loading while it computes (the weights of the next panel

@@ -11,6 +11,7 @@
 #include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
+#include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
 #include "tensor/hash.h"
 #include "expect_error.h"
@@ -159,6 +160,15 @@ TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch)
   return c;
 }
 
+// Gemma 3's tiny model (windows of 8 in layers 0 and 2) with heads of 256 and one kv head: 1 KiB
+// of f32 keys per position and layer, a 4 KiB page in a block of 4.
+TinyConfig wide_gemma3() {
+  TinyConfig c = testing::tiny_family("gemma3_text");
+  c.head_dim = 256;
+  c.kv_heads = 1;
+  return c;
+}
+
 const ModelCase kModels[] = {
     {"qwen3_bf16", [] { return Model::load(testing::write_checkpoint(TinyConfig{}, "batch-bf16")); }, DType::F32},
     {"qwen3_f16_head24_cache_f16",
@@ -181,6 +191,11 @@ const ModelCase kModels[] = {
     // positions read past them, and keep every block.
     {"gemma3_bf16",
      [] { return Model::load(testing::write_checkpoint(testing::tiny_family("gemma3_text"), "batch-gemma3")); }, DType::F32},
+    // ... with heads of 256: a block of 3 positions or more holds whole pages of a layer. The
+    // alone runs (no prefix cache) give back those of the windowed layers as they pass them; the
+    // schedules keep their prompts' blocks whole: the same bits either way.
+    {"gemma3_head256_windows_dropped", [] { return Model::load(testing::write_checkpoint(wide_gemma3(), "batch-gemma3-256")); },
+     DType::F32},
 };
 
 class BatchInvariance : public ::testing::TestWithParam<ModelCase> {};
@@ -480,6 +495,112 @@ TEST(SlidingWindowBlocks, AGlobalLayerKeepsEveryBlock) {
   EXPECT_EQ(engine.kv_stats().used, 8u);
   engine.close(a);
   expect_kv_pool_idle(engine);
+}
+
+// A model with windowed and global layers (Gemma 3): the blocks behind every window stay for the
+// global layers, but their windowed layers give their memory back (to zeros)...
+TEST(SlidingWindowBlocks, DroppingAWindowedLayerZeroesItsPagesAndKeepsTheOthers) {
+  const TinyConfig config = wide_gemma3();
+  const auto model = Model::load(testing::write_checkpoint(config, "window-drop-pool"));
+  KVPool pool(model->config(), DType::F32, 4, 3);
+  const uint32_t kept = pool.take(), dropped = pool.take();
+  const std::vector<float> keys(config.head_dim, 1.5f), values(config.head_dim, -2.0f);
+  for (size_t l = 0; l < config.layers; ++l)
+    for (uint32_t block : {kept, dropped})
+      for (size_t slot = 0; slot < 4; ++slot) pool.layer(l).write(block, slot, keys.data(), values.data());
+  pool.drop_window(dropped);
+  EXPECT_EQ(pool.window_dropped_blocks(), 1u);
+  const size_t floats = 4 * config.head_dim;  // a block of one layer's keys (or values)
+  for (size_t l = 0; l < config.layers; ++l) {
+    const ref::KVLayerView view = pool.layer(l);
+    const bool windowed = model->config().window(l) != 0;
+    for (const auto& [base, value] : {std::pair(view.k, 1.5f), std::pair(view.v, -2.0f)})
+      for (uint32_t block : {kept, dropped}) {
+        const auto* data = reinterpret_cast<const float*>(static_cast<const unsigned char*>(base) + view.offset(block, 0, 0));
+        const float expected = windowed && block == dropped ? 0.0f : value;
+        EXPECT_EQ(std::count(data, data + floats, expected), ptrdiff_t(floats)) << "layer " << l << ", block " << block;
+      }
+  }
+  pool.release(dropped);
+  EXPECT_EQ(pool.take(), dropped);  // the most recently freed
+  EXPECT_EQ(pool.window_dropped_blocks(), 0u);
+}
+
+// ... which no row reads again. A sequence written past the windows (opened without a prompt,
+// as `ditto bench` computes a context), a second sharing its beginning while it runs, the whole
+// of it again from the prefix cache, and a prompt that leaves it deep behind the window (its run
+// ends before the dropped blocks: computed from there) get the bits of an engine whose blocks
+// hold no whole page (nothing given back); a prompt's own blocks stay whole, so that a later
+// prompt that leaves it in the middle still starts from the cache there.
+TEST(SlidingWindowBlocks, AWindowedLayerKeepsOnlyItsWindowAndGivesTheSameBits) {
+  const TinyConfig config = wide_gemma3();
+  const auto model = Model::load(testing::write_checkpoint(config, "window-drop"));
+  const size_t vocab = config.vocab;
+  SplitMix64 rng(33);
+  const auto random_tokens = [&](size_t count) {
+    Tokens tokens(count);
+    for (auto& id : tokens) id = int32_t(rng.next() % vocab);
+    return tokens;
+  };
+  const Tokens written = random_tokens(100), prompt = random_tokens(100);
+  const auto branch_of = [&](const Tokens& tokens) {
+    Tokens branch(tokens.begin(), tokens.begin() + 60);
+    for (int32_t id : random_tokens(20)) branch.push_back(id);
+    return branch;
+  };
+  const Tokens written_branch = branch_of(written), prompt_branch = branch_of(prompt);
+  const auto run = [&](size_t block_size, bool pages_dropped) {
+    BatchOptions options;
+    options.kv_blocks = 120;
+    options.block_size = block_size;
+    BatchEngine engine(model, options);
+    std::vector<float> logits;
+    const auto feed = [&](SequenceId id, const Tokens& tokens, size_t from, size_t to) {
+      for (size_t at = from; at < to; at += 5) {
+        std::vector<BatchRow> rows;
+        for (size_t p = at; p < std::min(at + 5, to); ++p) rows.push_back({id, tokens[p], p, true});
+        const auto pass = engine.forward(rows);
+        logits.insert(logits.end(), pass.begin(), pass.end());
+      }
+    };
+    const SequenceId a = engine.open();
+    feed(a, written, 0, 40);
+    const SequenceId shared = engine.open(Tokens(written.begin(), written.begin() + 50));
+    EXPECT_EQ(engine.length(shared), 40u);  // a's 40, in full blocks
+    feed(a, written, 40, 60);  // past positions 33 .. 39, which shared's rows still read
+    feed(shared, written, 40, 50);
+    feed(a, written, 60, written.size());
+    engine.close(shared);
+    // a's next row reads positions 93 .. 100: the blocks wholly before 93 are dropped, but for
+    // those of 32 .. 39, which shared read and its prompt keeps whole.
+    if (pages_dropped) EXPECT_EQ(engine.kv_stats().window_dropped, (92 - 8) / block_size);
+    engine.close(a);
+    const SequenceId again = engine.open(written);
+    EXPECT_EQ(engine.length(again), written.size() - 1);
+    feed(again, written, written.size() - 1, written.size());
+    engine.close(again);
+    // Of its 60 cached positions, the run keeps the 40 whose window lies in blocks kept whole.
+    const SequenceId b = engine.open(written_branch);
+    EXPECT_EQ(engine.length(b), 40u);
+    feed(b, written_branch, 40, written_branch.size());
+    engine.close(b);
+
+    const size_t dropped = engine.kv_stats().window_dropped;
+    const SequenceId c = engine.open(prompt);
+    feed(c, prompt, 0, prompt.size());
+    engine.close(c);
+    EXPECT_EQ(engine.kv_stats().window_dropped, dropped);
+    const SequenceId d = engine.open(prompt_branch);
+    EXPECT_EQ(engine.length(d), 60u);
+    feed(d, prompt_branch, 60, prompt_branch.size());
+    engine.close(d);
+    expect_kv_pool_idle(engine);
+    return logits;
+  };
+  const auto dropped = run(4, true);
+  const auto whole = run(2, false);
+  ASSERT_EQ(dropped.size(), whole.size());
+  EXPECT_EQ(std::memcmp(dropped.data(), whole.data(), dropped.size() * sizeof(float)), 0);
 }
 
 TEST_F(BatchEngineTest, AFullPoolRefusesThePassAndChangesNothing) {

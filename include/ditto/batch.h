@@ -68,6 +68,9 @@ struct KVStats {
   size_t used = 0;    // blocks held by sequences
   size_t cached = 0;  // published blocks, used or not: the prefix cache
   size_t free = 0;    // blocks holding nothing
+  // Blocks whose sliding-window layers gave their memory back, every sequence using them being
+  // past them there (a model with windowed and global layers: Gemma 3); their other layers stay.
+  size_t window_dropped = 0;
   size_t prefix_hit_positions = 0;  // positions that open() found cached, over the batch's life
 };
 

@@ -26,6 +26,10 @@ struct Sequence {
   std::vector<uint32_t> blocks;                // block table: position p lies in blocks[p / block_size]
   std::vector<KVPool::ContentId> contents;     // content ids of its full blocks, once published
   size_t released = 0;                         // blocks[0 .. released) are kReleasedBlock
+  size_t passed = 0;                           // blocks[0 .. passed) lie behind its windows
+  // Positions whose blocks keep their windowed layers when passed: with the prefix cache, those
+  // of the prompt given to open(), which later prompts may share and continue from anywhere.
+  size_t kept = 0;
 };
 
 // How many positions back, its own included, any layer of the model reads: the widest sliding
@@ -37,6 +41,15 @@ size_t attention_reach(const ModelConfig& config) {
     reach = std::max(reach, config.window(l));
   }
   return reach;
+}
+
+// How many positions back, its own included, the windowed layers of a model that also has
+// layers reading every position read: their widest window; 0 if it has no such pair of kinds.
+// Their blocks keep the other layers, so only the windowed layers' memory goes back.
+size_t window_reach(const ModelConfig& config) {
+  size_t reach = 0;
+  for (size_t l = 0; l < config.layers; ++l) reach = std::max(reach, config.window(l));
+  return attention_reach(config) == 0 ? reach : 0;
 }
 
 size_t blocks_for(size_t positions, size_t block_size) {
@@ -85,11 +98,19 @@ struct BatchEngine::State {
   };
   std::deque<InFlight> in_flight;
 
-  size_t reach;  // attention_reach of the model
+  size_t reach;          // attention_reach of the model
+  size_t windows_reach;  // window_reach of the model
+  // With a pipeline, the blocks whose windowed layers were dropped since the last pass: the other
+  // stages drop them before the next.
+  bool tell_stages;
+  std::vector<uint32_t> window_drops;
 
   State(const Model& model, const BatchOptions& o)
-      : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().layers.size()),
-        reach(attention_reach(model.config())) {
+      : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().part.first_layer,
+             model.weights().layers.size()),
+        reach(attention_reach(model.config())),
+        windows_reach(window_reach(model.config())),
+        tell_stages(o.pipeline != nullptr) {
     for (size_t l = 0; l < model.weights().layers.size(); ++l) layers.push_back(pool.layer(l));
   }
 
@@ -132,10 +153,15 @@ struct BatchEngine::State {
     const size_t index = position / block_size, slot = position % block_size;
     if (index == sequence.blocks.size()) {
       sequence.blocks.push_back(pool.take());
+      if (windows_reach) pool.enter_window(sequence.blocks.back());
     } else if (!pool.writable(sequence.blocks[index])) {
       const uint32_t copy = pool.take();
       pool.copy(sequence.blocks[index], copy, slot);
       copies.push_back({sequence.blocks[index], copy, uint32_t(slot)});
+      if (windows_reach) {
+        pool.enter_window(copy);
+        pool.leave_window(sequence.blocks[index], false);
+      }
       pool.release(sequence.blocks[index]);
       sequence.blocks[index] = copy;
     }
@@ -145,15 +171,27 @@ struct BatchEngine::State {
   // Gives back the blocks beyond the positions written (after a pass that failed).
   void trim(Sequence& sequence) {
     while (sequence.blocks.size() > blocks_for(sequence.tokens.size(), pool.block_size())) {
+      if (windows_reach) pool.leave_window(sequence.blocks.back(), false);
       pool.release(sequence.blocks.back());
       sequence.blocks.pop_back();
     }
   }
 
   // Gives back the blocks that lie wholly before the first position the sequence's next row
-  // reads in any layer. A published one stays in the prefix cache for prompts that start alike.
+  // reads in any layer (a published one stays in the prefix cache for prompts that start
+  // alike), or, where other layers read every position, the windowed layers of those blocks
+  // that no other sequence reads in them either and that hold no kept position. (A prompt
+  // continued by a later one from a block whose window was dropped computes from before it:
+  // KVPool::match. Prompts, unlike what a sequence writes after them, are shared that way.)
   void release_behind_windows(Sequence& sequence) {
     const size_t next = sequence.tokens.size();
+    if (windows_reach != 0 && next + 1 > windows_reach) {
+      const size_t behind = (next + 1 - windows_reach) / pool.block_size();
+      for (; sequence.passed < behind; ++sequence.passed)
+        if (pool.leave_window(sequence.blocks[sequence.passed], sequence.passed * pool.block_size() >= sequence.kept) &&
+            tell_stages)
+          window_drops.push_back(sequence.blocks[sequence.passed]);
+    }
     if (reach == 0 || next + 1 <= reach) return;
     const size_t behind = (next + 1 - reach) / pool.block_size();
     for (; sequence.released < behind; ++sequence.released) {
@@ -196,7 +234,11 @@ struct BatchEngine::State {
           pass.outputs.push_back(outputs[logit_row++]);
         }
       }
-      if (part == 0) pass.copies = copies;
+      if (part == 0) {
+        pass.copies = copies;
+        pass.window_drops = std::move(window_drops);
+        window_drops.clear();
+      }
       pass.first = part == 0;
       const size_t floats = pass.logit_floats(vocab);
       pipeline.send_pass(pass, std::vector<float>(scratch.x.begin(), scratch.x.begin() + ptrdiff_t(n * hidden)),
@@ -227,8 +269,11 @@ BatchEngine::~BatchEngine() {
 
 SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
   Sequence sequence;
+  if (options_.prefix_cache) sequence.kept = prompt.size();
   if (options_.prefix_cache && prompt.size() > 1) {
-    KVPool::Match match = state_->pool.match(prompt, prompt.size() - 1);
+    KVPool::Match match = state_->pool.match(prompt, prompt.size() - 1, state_->windows_reach);
+    if (state_->windows_reach)
+      for (const uint32_t block : match.blocks) state_->pool.enter_window(block);
     sequence.blocks = std::move(match.blocks);
     sequence.contents = std::move(match.contents);
     sequence.tokens.assign(prompt.begin(), prompt.begin() + ptrdiff_t(match.positions));
@@ -249,7 +294,10 @@ void BatchEngine::close(SequenceId id) {
     pool.publish(sequence.blocks.back(), state_->parent_of(sequence, sequence.blocks.size() - 1),
                  std::span(sequence.tokens).last(tail));
   // Last block first, so that the cache lets go of a sequence's end before its beginning.
-  for (size_t b = sequence.blocks.size(); b-- > sequence.released;) pool.release(sequence.blocks[b]);
+  for (size_t b = sequence.blocks.size(); b-- > sequence.released;) {
+    if (state_->windows_reach && b >= sequence.passed) pool.leave_window(sequence.blocks[b], false);
+    pool.release(sequence.blocks[b]);
+  }
   state_->sequences.erase(id);
 }
 
@@ -264,7 +312,7 @@ size_t BatchEngine::available_blocks() const { return state_->pool.available(); 
 KVStats BatchEngine::kv_stats() const {
   const KVPool& pool = state_->pool;
   return {pool.blocks(), pool.block_size(), pool.used_blocks(), pool.cached_blocks(), pool.free_blocks(),
-          state_->prefix_hit_positions};
+          pool.window_dropped_blocks(), state_->prefix_hit_positions};
 }
 
 std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {

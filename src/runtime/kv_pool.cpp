@@ -1,6 +1,7 @@
 #include "runtime/kv_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,7 +16,7 @@ size_t KVPool::block_bytes(const ModelConfig& c, DType dtype, size_t block_size)
   return checked_product("a KV block's size", 2, c.layers, c.kv_heads, block_size, c.head_dim, dtype_size(dtype));
 }
 
-KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks, size_t layers)
+KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks, size_t first_layer, size_t layers)
     : dtype_(dtype), layers_(layers ? layers : c.layers), block_size_(block_size) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw Error("the KV cache holds f32, f16 or bf16, not " + dtype_name(dtype));
@@ -33,6 +34,8 @@ KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t bloc
   if (memory == MAP_FAILED) throw Error("cannot reserve " + gib_text(double(memory_bytes_)) + " for " + what);
   memory_ = static_cast<unsigned char*>(memory);
   layer_bytes_ = layout_.block_bytes() * blocks;
+  for (size_t l = 0; l < layers_; ++l)
+    if (c.window(first_layer + l) != 0) windowed_layers_.push_back(l);
   blocks_.resize(blocks);
   free_.reserve(blocks);
   for (size_t b = blocks; b-- > 0;) free_.push_back(uint32_t(b));  // take() hands out 0, 1, ... first
@@ -58,7 +61,12 @@ uint32_t KVPool::take() {
   } else {
     throw Error("the KV pool is full: all " + std::to_string(blocks_.size()) + " blocks are in use");
   }
-  blocks_[block].refs = 1;
+  Block& b = blocks_[block];
+  b.refs = 1;
+  if (b.window_dropped) {
+    b.window_dropped = false;
+    --window_dropped_;
+  }
   return block;
 }
 
@@ -88,6 +96,30 @@ void KVPool::copy(uint32_t from, uint32_t to, size_t slots) {
         std::memcpy(bytes + view.offset(to, h, 0), bytes + view.offset(from, h, 0),
                     view.offset(0, 0, slots));
       }
+  }
+}
+
+bool KVPool::leave_window(uint32_t block, bool passed) {
+  Block& b = blocks_[block];
+  if (--b.window_users > 0 || !passed || b.window_dropped || windowed_layers_.empty()) return false;
+  drop_window(block);
+  return true;
+}
+
+void KVPool::drop_window(uint32_t block) {
+  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  for (size_t l : windowed_layers_) {
+    const ref::KVLayerView view = layer(l);
+    for (void* base : {view.k, view.v}) {
+      // The whole pages of the block's bytes: a page it shares with a neighbour stays.
+      const auto start = reinterpret_cast<uintptr_t>(base) + view.offset(block, 0, 0);
+      const uintptr_t first = (start + page - 1) / page * page, end = (start + view.block_bytes()) / page * page;
+      if (first < end) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+    }
+  }
+  if (!blocks_[block].window_dropped) {
+    blocks_[block].window_dropped = true;
+    ++window_dropped_;
   }
 }
 
@@ -125,7 +157,7 @@ void KVPool::unpublish(uint32_t block) {
   --cached_;
 }
 
-KVPool::Match KVPool::match(std::span<const int32_t> tokens, size_t limit) {
+KVPool::Match KVPool::match(std::span<const int32_t> tokens, size_t limit, size_t reach) {
   Match result;
   ContentId parent = kRoot;
   limit = std::min(limit, tokens.size());
@@ -149,6 +181,22 @@ KVPool::Match KVPool::match(std::span<const int32_t> tokens, size_t limit) {
     parent = blocks_[best].content;
     result.contents.push_back(parent);
   }
+  // The row at position P reads P - reach + 1 .. P in the widest window: the run ends at the
+  // start of the last dropped block among those, until none is.
+  for (bool moved = reach > 0; moved;) {
+    moved = false;
+    const size_t end = result.positions, from = end >= reach ? end - reach + 1 : 0;
+    for (size_t b = (end + block_size_ - 1) / block_size_; b-- > from / block_size_;)
+      if (blocks_[result.blocks[b]].window_dropped) {
+        result.positions = b * block_size_;
+        moved = true;
+        break;
+      }
+  }
+  const size_t kept = (result.positions + block_size_ - 1) / block_size_;
+  for (size_t b = kept; b < result.blocks.size(); ++b) release(result.blocks[b]);
+  result.blocks.resize(kept);
+  result.contents.resize(std::min(result.contents.size(), result.positions / block_size_));
   return result;
 }
 

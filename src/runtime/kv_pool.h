@@ -20,6 +20,11 @@ namespace ditto {
 // and the block before it) can be published, and a later sequence that starts with the same
 // tokens reuses it instead of computing them again. Published blocks are immutable; once no
 // sequence uses them they stay cached until the pool needs the room, least recently used first.
+//
+// A sliding-window layer reads only its window: a block that every sequence using it has left
+// behind in that layer gives its windowed layers' memory back (drop_window) and keeps the
+// other layers' keys and values. Its windowed layers then hold zeros: match() ends a run before
+// the next row's windows would read such a block.
 class KVPool {
  public:
   // Identifies the content of a published block: its tokens and, through its parent's id, all
@@ -27,9 +32,10 @@ class KVPool {
   using ContentId = uint64_t;
   static constexpr ContentId kRoot = 0;  // the parent of a sequence's first block
 
-  // The memory is reserved at once but only touched as blocks are written. `layers`: how many of
-  // the model's layers it holds (a pipeline stage's); 0: all of them.
-  KVPool(const ModelConfig& config, DType dtype, size_t block_size, size_t blocks, size_t layers = 0);
+  // The memory is reserved at once but only touched as blocks are written. It holds the model's
+  // layers first_layer .. first_layer + layers - 1 (a pipeline stage's); layers 0: all of them.
+  KVPool(const ModelConfig& config, DType dtype, size_t block_size, size_t blocks, size_t first_layer = 0,
+         size_t layers = 0);
   ~KVPool();
   KVPool(const KVPool&) = delete;
   KVPool& operator=(const KVPool&) = delete;
@@ -47,6 +53,8 @@ class KVPool {
   size_t free_blocks() const { return free_.size(); }
   size_t cached_blocks() const { return cached_; }  // published, in use or not
   size_t used_blocks() const { return blocks_.size() - available(); }
+  // Blocks whose windowed layers gave their memory back (drop_window) and were not taken since.
+  size_t window_dropped_blocks() const { return window_dropped_; }
 
   // A block for the caller (one reference): a free one, else the least recently used cached
   // block, which leaves the cache. Check available() first: throws ditto::Error if none.
@@ -59,6 +67,17 @@ class KVPool {
   // Copies the first `slots` positions of every layer from one block to another.
   void copy(uint32_t from, uint32_t to, size_t slots);
 
+  // The sequences that may still read a block in their windowed layers: one enters when the block
+  // joins its window (taken for its positions, or matched within reach of where it goes on) and
+  // leaves when the window has passed it or the sequence ends (`passed` false: the block stays
+  // whole, for later prompts that end within reach of it). When the last one has passed it, its
+  // windowed layers are dropped: true then.
+  void enter_window(uint32_t block) { ++blocks_[block].window_users; }
+  bool leave_window(uint32_t block, bool passed);
+  // Gives the memory of the block's windowed layers back to the system (the whole pages in it);
+  // take() hands the block out whole again. A pipeline stage drops what the head's pool dropped.
+  void drop_window(uint32_t block);
+
   // Publishes `block`, which holds `tokens` (block_size of them, or fewer for the last block of
   // a sequence that ended) after the block with content `parent`. If the cache already holds
   // these tokens after that parent, nothing is published and that content's id is returned.
@@ -66,18 +85,22 @@ class KVPool {
 
   // The longest cached run of `tokens` from the start, at most `limit` positions, as blocks
   // (one reference each is taken for the caller) with the content ids of the full ones. The last
-  // block may be matched in part; it is published, so the caller copies it before writing.
+  // block may be matched in part; it is published, so the caller copies it before writing. With
+  // `reach` (the widest window of the windowed layers; 0: none), the run ends where no block of
+  // the `reach - 1` positions before its end has its windowed layers dropped.
   struct Match {
     std::vector<uint32_t> blocks;
     std::vector<ContentId> contents;  // of the blocks matched in full
     size_t positions = 0;
   };
-  Match match(std::span<const int32_t> tokens, size_t limit);
+  Match match(std::span<const int32_t> tokens, size_t limit, size_t reach = 0);
 
  private:
   struct Block {
     uint32_t refs = 0;
+    uint32_t window_users = 0;
     bool published = false;
+    bool window_dropped = false;
     ContentId parent = kRoot, content = kRoot;
     std::vector<int32_t> tokens;
     std::list<uint32_t>::iterator lru;  // valid while published and unused
@@ -90,6 +113,7 @@ class KVPool {
   size_t layers_, block_size_;
   ref::KVLayerView layout_;  // layer 0's view; layer l lies layer_bytes_ further
   size_t layer_bytes_ = 0;   // keys (or values) of one layer, all blocks
+  std::vector<size_t> windowed_layers_;  // held layers with a sliding window
   unsigned char* memory_ = nullptr;
   size_t memory_bytes_ = 0;
 
@@ -97,6 +121,7 @@ class KVPool {
   std::vector<uint32_t> free_;
   std::list<uint32_t> lru_;  // published blocks no sequence uses, least recently used first
   size_t cached_ = 0;
+  size_t window_dropped_ = 0;
   ContentId next_content_ = kRoot + 1;
   std::unordered_map<ContentId, std::vector<uint32_t>> index_;  // parent -> published children
 };

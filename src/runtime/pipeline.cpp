@@ -153,8 +153,9 @@ std::string decode_results(const std::vector<uint64_t>& words, std::vector<RowRe
 
 std::vector<uint64_t> encode(const StagePass& pass) {
   std::vector<uint64_t> words = {kPass, pass.first, pass.positions.size(), pass.logit_rows.size(), pass.copies.size(),
-                                 pass.tables.size()};
+                                 pass.window_drops.size(), pass.tables.size()};
   for (const BlockCopy& copy : pass.copies) words.insert(words.end(), {copy.from, copy.to, copy.slots});
+  words.insert(words.end(), pass.window_drops.begin(), pass.window_drops.end());
   for (const auto& table : pass.tables) {
     words.push_back(table.size());
     words.insert(words.end(), table.begin(), table.end());
@@ -172,8 +173,9 @@ StagePass decode(const std::vector<uint64_t>& words) {
   const auto next = [&] { return in.next(); };
   StagePass pass;
   pass.first = next() != 0;
-  const size_t rows = next(), logit_rows = next(), copies = next(), tables = next();
+  const size_t rows = next(), logit_rows = next(), copies = next(), drops = next(), tables = next();
   for (size_t c = 0; c < copies; ++c) pass.copies.push_back({uint32_t(next()), uint32_t(next()), uint32_t(next())});
+  for (size_t d = 0; d < drops; ++d) pass.window_drops.push_back(uint32_t(next()));
   for (size_t s = 0; s < tables; ++s) {
     pass.tables.emplace_back(in.count());
     for (uint32_t& block : pass.tables.back()) block = uint32_t(next());
@@ -308,7 +310,8 @@ void Pipeline::run_stage(const Model& model) {
         threads = int(order[4]);
         views.clear();
         pool.reset();
-        pool = std::make_unique<KVPool>(config, DType(order[3]), order[2], order[1], model.weights().layers.size());
+        pool = std::make_unique<KVPool>(config, DType(order[3]), order[2], order[1], model.weights().part.first_layer,
+                                        model.weights().layers.size());
         for (size_t l = 0; l < model.weights().layers.size(); ++l) views.push_back(pool->layer(l));
         if (!last()) link_->send(stage() + 1, kOrders, std::move(order));
         break;
@@ -328,6 +331,7 @@ void Pipeline::run_stage(const Model& model) {
         link_->receive(stage() - 1, kHidden, hidden.data(), hidden.size());
         link_->wait_receives(1, "the hidden state from " + stage_name(stage() - 1, stages()));
         for (const BlockCopy& copy : pass.copies) pool->copy(copy.from, copy.to, copy.slots);
+        for (const uint32_t block : pass.window_drops) pool->drop_window(block);
         attention.clear();
         for (size_t t = 0; t < rows; ++t) attention.push_back({pass.tables[pass.table_of[t]].data(), pass.positions[t]});
         std::vector<float> logits(last() ? pass.logit_rows.size() * config.vocab_size : 0);

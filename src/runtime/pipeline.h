@@ -48,6 +48,8 @@ struct StagePass {
   std::vector<size_t> logit_rows;
   std::vector<RowInputs> outputs;             // one per logit row; history: the penalties' window
   std::vector<BlockCopy> copies;              // made before any row is computed
+  std::vector<uint32_t> window_drops;         // blocks whose windowed layers the head dropped since
+                                              // its last pass (KVPool::drop_window), dropped first
   bool first = false;                         // the first micro-batch of its pass
   // What outputs point to, in a pass decoded from a message.
   std::deque<RowOutput> held_outputs;

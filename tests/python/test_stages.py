@@ -148,10 +148,11 @@ def test_the_default_split_balances_the_weight_bytes(model_dir):
 def test_gemma3_stages_give_the_logits_of_one_process(tmp_path, prompt_file):
     # Windows of 13 (shorter than the prompts) with their own RoPE base in every second layer: a
     # stage's layers keep their global kind and base; the first stage scales the embedding, the last
-    # applies the tied output and the softcap.
+    # applies the tied output and the softcap. Heads of 128: a block of 16 positions holds whole
+    # pages of a layer, which the windowed layers of every stage give back once passed.
     model = str(tmp_path / "gemma3")
     make_checkpoint(model, "gemma3_text", vocab_size=512, hidden_size=64, intermediate_size=128, layers=5, heads=4,
-                    kv_heads=2, head_dim=16, tied=True, seed=5, rope_theta=1e6,
+                    kv_heads=2, head_dim=128, tied=True, seed=5, rope_theta=1e6,
                     family=dict(sliding_window=13, sliding_window_pattern=2, rope_local_base_freq=1e4,
                                 query_pre_attn_scalar=24, final_logit_softcapping=8.0))
     one = generate(model, prompt_file, 1, "--hash")

@@ -91,6 +91,9 @@ std::string Metrics::render(const SchedulerThread::Status& status) const {
   sample(out, "ditto_kv_blocks", double(status.kv.used), "state=\"used\"");
   sample(out, "ditto_kv_blocks", double(status.kv.cached), "state=\"cached\"");
   sample(out, "ditto_kv_blocks", double(status.kv.free), "state=\"free\"");
+  header(out, "ditto_kv_window_dropped_blocks", "gauge",
+         "KV pool blocks whose sliding-window layers gave their memory back, every sequence being past them there.");
+  sample(out, "ditto_kv_window_dropped_blocks", double(status.kv.window_dropped));
   header(out, "ditto_time_to_first_token_seconds", "histogram",
          "From a request's arrival to the first token of each of its sequences.");
   first_token_.render(out, "ditto_time_to_first_token_seconds");

@@ -530,8 +530,8 @@ TEST(SlidingWindowBlocks, DroppingAWindowedLayerZeroesItsPagesAndKeepsTheOthers)
 // as `ditto bench` computes a context), a second sharing its beginning while it runs, the whole
 // of it again from the prefix cache, and a prompt that leaves it deep behind the window (its run
 // ends before the dropped blocks: computed from there) get the bits of an engine whose blocks
-// hold no whole page (nothing given back); a prompt's own blocks stay whole, so that a later
-// prompt that leaves it in the middle still starts from the cache there.
+// hold no whole page (nothing given back); a prompt's own blocks stay whole (opened from the
+// cache or not), so that a later prompt that leaves it in the middle still starts from there.
 TEST(SlidingWindowBlocks, AWindowedLayerKeepsOnlyItsWindowAndGivesTheSameBits) {
   const TinyConfig config = wide_gemma3();
   const auto model = Model::load(testing::write_checkpoint(config, "window-drop"));
@@ -542,13 +542,13 @@ TEST(SlidingWindowBlocks, AWindowedLayerKeepsOnlyItsWindowAndGivesTheSameBits) {
     for (auto& id : tokens) id = int32_t(rng.next() % vocab);
     return tokens;
   };
-  const Tokens written = random_tokens(100), prompt = random_tokens(100);
+  const Tokens written = random_tokens(100), prompt = random_tokens(100), scored = random_tokens(100);
   const auto branch_of = [&](const Tokens& tokens) {
     Tokens branch(tokens.begin(), tokens.begin() + 60);
     for (int32_t id : random_tokens(20)) branch.push_back(id);
     return branch;
   };
-  const Tokens written_branch = branch_of(written), prompt_branch = branch_of(prompt);
+  const Tokens written_branch = branch_of(written), prompt_branch = branch_of(prompt), scored_branch = branch_of(scored);
   const auto run = [&](size_t block_size, bool pages_dropped) {
     BatchOptions options;
     options.kv_blocks = 120;
@@ -594,6 +594,15 @@ TEST(SlidingWindowBlocks, AWindowedLayerKeepsOnlyItsWindowAndGivesTheSameBits) {
     EXPECT_EQ(engine.length(d), 60u);
     feed(d, prompt_branch, 60, prompt_branch.size());
     engine.close(d);
+    // ... and so does a prompt opened to compute every position's logits, not from the cache.
+    const SequenceId all_logits = engine.open(scored, false);
+    EXPECT_EQ(engine.length(all_logits), 0u);
+    feed(all_logits, scored, 0, scored.size());
+    engine.close(all_logits);
+    const SequenceId e = engine.open(scored_branch);
+    EXPECT_EQ(engine.length(e), 60u);
+    feed(e, scored_branch, 60, scored_branch.size());
+    engine.close(e);
     expect_kv_pool_idle(engine);
     return logits;
   };

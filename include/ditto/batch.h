@@ -97,7 +97,9 @@ class BatchEngine {
   // Starts a sequence. Given the prompt it will be fed and the prefix cache on, it starts with
   // the longest cached run of the prompt's first tokens (at most all but the last, so that the
   // last is computed and gives logits): length() says how many; the caller feeds the rest.
-  SequenceId open(std::span<const int32_t> prompt = {});
+  // Without `from_cache` it starts empty (to compute every position's logits), but the prompt's
+  // blocks are still kept whole for later prompts to share (sliding windows: kv_stats()).
+  SequenceId open(std::span<const int32_t> prompt = {}, bool from_cache = true);
   // Ends a sequence; its blocks return to the pool, those of known content to the prefix cache.
   void close(SequenceId sequence);
   size_t length(SequenceId sequence) const;

@@ -267,10 +267,10 @@ BatchEngine::~BatchEngine() {
   }
 }
 
-SequenceId BatchEngine::open(std::span<const int32_t> prompt) {
+SequenceId BatchEngine::open(std::span<const int32_t> prompt, bool from_cache) {
   Sequence sequence;
   if (options_.prefix_cache) sequence.kept = prompt.size();
-  if (options_.prefix_cache && prompt.size() > 1) {
+  if (options_.prefix_cache && from_cache && prompt.size() > 1) {
     KVPool::Match match = state_->pool.match(prompt, prompt.size() - 1, state_->windows_reach);
     if (state_->windows_reach)
       for (const uint32_t block : match.blocks) state_->pool.enter_window(block);

@@ -86,7 +86,7 @@ size_t Scheduler::blocks_to_grow(const Running& r) const {
 void Scheduler::admit() {
   while (!waiting_.empty() && running_.size() < options_.max_sequences) {
     auto& [number, request] = waiting_.front();
-    const SequenceId sequence = engine_.open(request.all_prompt_logits ? std::span<const int32_t>() : request.prompt);
+    const SequenceId sequence = engine_.open(request.prompt, !request.all_prompt_logits);
     Running r{.number = number, .request = std::move(request), .sequence = sequence, .fed = engine_.length(sequence)};
     r.end = positions_to_fill(r.request);
     size_t promised = blocks_to_grow(r);

@@ -76,6 +76,7 @@ std::string config_json(const TinyConfig& config);
 std::vector<TestTensor> random_weights(const TinyConfig& config);
 // Writes config.json and model.safetensors into a fresh directory and returns its path.
 std::string write_checkpoint(const TinyConfig& config, const std::string& name);
+// A fresh directory named for this process and `name`, removed when the process exits.
 std::string temp_dir(const std::string& name);
 
 }  // namespace ditto::testing

@@ -196,6 +196,16 @@ TEST(Int8Packing, HoldsTheEntriesScalesAndMinimumsOfTheExactPacking) {
   }
 }
 
+// Decode streams the packed tiles: the 32-input types take the file's bytes, the 5-bit ones too
+// (nibbles and a plane of fifth bits, not a byte per entry).
+TEST(Int8Packing, TheThirtyTwoInputTypesTakeTheBytesOfTheFile) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    const size_t n = 48, k = 8 * kInt8Block;  // (whole 64-byte lines: the packing rounds up to them)
+    EXPECT_EQ(PackedMatrix::packed_bytes(dtype, n, k, Numerics::Int8), n * k / kInt8Block * dtype_block_bytes(dtype))
+        << dtype_name(dtype);
+  }
+}
+
 // The 32-input types keep the file's f16 fields as f16: every bit pattern (subnormals,
 // infinities, NaN payloads) widens to the f32 the exact packing holds.
 TEST(Int8Packing, KeepsEveryF16ScaleAndMinimumBitForBit) {

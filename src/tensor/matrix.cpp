@@ -66,7 +66,7 @@ void store_int8_field(const Int8Packing& packing, unsigned char* tile, size_t at
 
 // The same groups into Int8 tiles (matrix.h): group g of source row source_rows[n] goes to
 // tile g G / 32 of panel n / 16, column n % 16; its entries, as unsigned (or signed) bytes or
-// nibbles, to their quads.
+// nibbles and their high bits, to their quads.
 void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
                      std::span<const size_t> source_rows, unsigned char* out) {
   const Int8Packing packing = int8_packing(dtype);
@@ -91,9 +91,14 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
           const size_t k = (k0 + i) % kInt8Block;
           const int e = groups[g].entries[i];
           const auto stored = uint8_t(packing.signed_entries ? e : e + packing.offset);
-          if (packing.nibbles)
-            tile[entries_at + k / 8 * 64 + o * 4 + k % 4] |= uint8_t(k % 8 < 4 ? stored : stored << 4);
-          else
+          if (packing.nibbles) {
+            const uint8_t nibble = stored & 0x0f;
+            tile[entries_at + k / 8 * 64 + o * 4 + k % 4] |= uint8_t(k % 8 < 4 ? nibble : nibble << 4);
+            if (packing.high_bits != 0) {
+              const size_t high_at = k / 4 * packing.high_bits;  // bit of the planes
+              tile[entries_at + 256 + high_at / 8 * 64 + o * 4 + k % 4] |= uint8_t(stored >> 4 << high_at % 8);
+            }
+          } else
             tile[entries_at + k / 4 * 64 + o * 4 + k % 4] = stored;
         }
       }

@@ -51,8 +51,15 @@ static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0
 // (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds input 4 j + t of output o, so that
 // each 32-bit lane holds four consecutive inputs of one output, the four products vpdpbusd (and
 // pmaddubsw + pmaddwd) sum into it. Nibbles: byte 64 c + 4 o + t holds input 8 c + t of output o
-// in its low 4 bits and input 8 c + 4 + t in its high 4 bits.
-constexpr size_t int8_entry_bytes(DType dtype) { return int8_packing(dtype).nibbles ? 256 : 512; }
+// in its low 4 bits and input 8 c + 4 + t in its high 4 bits. The bits above the nibble (b =
+// high_bits of them) of input 4 q + t (quad q) of output o follow in planes of 64 bytes: bits
+// (q b) % 8 .. of byte 4 o + t of plane q b / 8. A vector of a quad's nibbles then finds its high
+// bits at the same byte positions of one plane, a shift and a mask away, and the 5-bit types take
+// 5.5 bits a weight as in the file instead of a byte.
+constexpr size_t int8_entry_bytes(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return packing.nibbles ? 256 + 64 * packing.high_bits : 512;
+}
 constexpr size_t int8_tile_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
   return packing.groups * kPanelRows * packing.field_bytes * (packing.minimum ? 2 : 1) + int8_entry_bytes(dtype);
@@ -125,7 +132,12 @@ inline int MatrixView::entry(size_t n, size_t k) const {
   const size_t i = k % kInt8Block;
   if (packing.nibbles) {
     const unsigned char byte = entries[i / 8 * 64 + o * 4 + i % 4];
-    return (i % 8 < 4 ? byte & 0x0f : byte >> 4) - packing.offset;
+    const unsigned nibble = i % 8 < 4 ? byte & 0x0f : byte >> 4;
+    if (packing.high_bits == 0) return int(nibble) - packing.offset;
+    const size_t high_at = i / 4 * packing.high_bits;  // bit of the planes
+    const unsigned plane_byte = entries[256 + high_at / 8 * 64 + o * 4 + i % 4];
+    const unsigned high = plane_byte >> high_at % 8 & ((1u << packing.high_bits) - 1);
+    return int(nibble | high << 4) - packing.offset;
   }
   const unsigned char byte = entries[i / 4 * 64 + o * 4 + i % 4];
   return packing.signed_entries ? int(int8_t(byte)) : int(byte) - packing.offset;

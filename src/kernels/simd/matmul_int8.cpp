@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/kernels.h"
@@ -83,16 +84,46 @@ HWY_INLINE VB BroadcastQuad(const int8_t* x) {
   return hn::BitCast(DB(), hn::Set(DI(), four));
 }
 
-// Vector v of quads j and j + 1 (j even) of a tile's entries, as stored (unsigned, or Q8_0's
-// signed bytes).
+// Vector v of the high bits of quad j of a tile's entries (the planes after the nibbles,
+// matrix.h), moved to bits 4 and up of each byte.
 template <DType kDtype>
+HWY_INLINE VB HighBits(const unsigned char* entries, size_t j, size_t v) {
+  constexpr size_t kBits = int8_packing(kDtype).high_bits;
+  const DB db;
+  const hn::Repartition<uint16_t, DF> d16;  // shifts of 16-bit lanes: the mask drops what crossed bytes
+  const size_t at = j * kBits;              // bit of the planes
+  const int8_t* bytes = reinterpret_cast<const int8_t*>(entries + 256 + at / 8 * 64 + v * kVectorBytes);
+  const auto plane = hn::BitCast(d16, hn::LoadU(db, bytes));
+  const int shift = 4 - int(at % 8);
+  const auto moved = shift >= 0 ? hn::ShiftLeftSame(plane, shift) : hn::ShiftRightSame(plane, -shift);
+  return hn::And(hn::BitCast(db, moved), hn::Set(db, int8_t(((1 << kBits) - 1) << 4)));
+}
+
+// A tile's bytes with its entries one per byte (UnpackTiles): its scales and minimums, then the
+// 512 entries.
+constexpr size_t UnpackedTileBytes(DType dtype) { return int8_tile_bytes(dtype) - int8_entry_bytes(dtype) + 512; }
+// Whether a chunk's row tiles share one unpacking of a group's tiles (UnpackTiles) rather than
+// each unpacking in registers: for the types with planes of high bits, whose unpacking costs a
+// tile as much again as the nibbles' (Gemma 3 270M, mostly Q5_0, AVX2 kernels on Zen 4: pp512 in
+// chunks of 16 at 0.72 of the speed with entries a byte each unpacking in registers, 0.91 shared;
+// whole prompts 0.96).
+constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bits != 0; }
+
+// Vector v of quads j and j + 1 (j even) of a tile's entries, as bytes (unsigned, or Q8_0's
+// signed bytes): from nibbles and planes where the type packs them (and kUnpacked does not say
+// UnpackTiles made bytes of them).
+template <DType kDtype, bool kUnpacked = false>
 HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, VB& first, VB& second) {
   const DB db;
-  if constexpr (int8_packing(kDtype).nibbles) {
+  if constexpr (int8_packing(kDtype).nibbles && !kUnpacked) {
     const VB both = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + j / 2 * 64 + v * kVectorBytes));
     const VB low = hn::Set(db, 0x0f);
     first = hn::And(both, low);
     second = hn::And(hn::BitCast(db, hn::ShiftRight<4>(hn::BitCast(hn::Repartition<uint16_t, DF>(), both))), low);
+    if constexpr (int8_packing(kDtype).high_bits != 0) {
+      first = hn::Or(first, HighBits<kDtype>(entries, j, v));
+      second = hn::Or(second, HighBits<kDtype>(entries, j + 1, v));
+    }
   } else {
     first = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + j * 64 + v * kVectorBytes));
     second = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + (j + 1) * 64 + v * kVectorBytes));
@@ -107,14 +138,15 @@ HWY_INLINE VF LoadField(const unsigned char* fields, size_t at) {
 }
 
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
-// panel_bytes long): every output's chain over the groups, stored to y. Prefetches its share of
-// `prefetch` spread over the blocks.
-template <DType kDtype, size_t R, size_t P>
+// panel_bytes long; kUnpacked: tiles of UnpackedTileBytes): every output's chain over the groups,
+// stored to y. Prefetches its share of `prefetch` spread over the blocks.
+template <DType kDtype, size_t R, size_t P, bool kUnpacked>
 DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
                            size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns, Prefetch prefetch) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
-  constexpr size_t kTileBytes = int8_tile_bytes(kDtype), kEntriesAt = kTileBytes - int8_entry_bytes(kDtype);
+  constexpr size_t kEntriesAt = int8_tile_bytes(kDtype) - int8_entry_bytes(kDtype);
+  constexpr size_t kTileBytes = kUnpacked ? UnpackedTileBytes(kDtype) : int8_tile_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
   // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
   constexpr size_t kRun = std::min<size_t>(kQuads, 32767 / (2 * 127 * kPacking.largest));
@@ -132,14 +164,24 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
     PrefetchStep(prefetch, b, blocks);
     const unsigned char* tile[P];
     for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
+    // Unrolled with AVX-512, so that the high bits' shifts (HighBits) are by constants: GCC 12
+    // left the quad loop rolled, shifting by a register and branching on the direction (Gemma 3
+    // 270M tg64 with the AVX3_DL kernels 5% faster unrolled; with AVX2's 16 registers 3% slower).
+#if HWY_TARGET != HWY_AVX2
+#pragma GCC unroll 2
+#endif
     for (size_t h = 0; h < kGroups; ++h) {
       VI dot[R][kVectors];
       VH part[R][kVectors];
+#if HWY_TARGET != HWY_AVX2
+#pragma GCC unroll 4
+#endif
       for (size_t i = 0; i < kQuads; i += 2) {
         const size_t j = h * kQuads + i;
         VB w[2][kVectors];
         for (size_t v = 0; v < kVectors; ++v) {
-          LoadQuadPair<kDtype>(tile[v / kVectorsPerPanel] + kEntriesAt, j, v % kVectorsPerPanel, w[0][v], w[1][v]);
+          LoadQuadPair<kDtype, kUnpacked>(tile[v / kVectorsPerPanel] + kEntriesAt, j, v % kVectorsPerPanel, w[0][v],
+                                          w[1][v]);
           if constexpr (kVnni && kPacking.signed_entries) {
             w[0][v] = hn::Xor(w[0][v], hn::Set(db, int8_t(-128)));
             w[1][v] = hn::Xor(w[1][v], hn::Set(db, int8_t(-128)));
@@ -198,17 +240,48 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
 using Int8TileFn = void (*)(const ref::Int8Rows&, size_t, size_t, const unsigned char*, size_t, float*, size_t, size_t,
                             Prefetch);
 
-// The tile of `rows` rows (1, or kTileRows) and `panels` panels (1, or the full group).
+// The tile of `rows` rows (1, or kTileRows) and `panels` panels (1, or the full group); the
+// row tiles of a chunk read unpacked tiles where SharesUnpacking says, decode the packed ones.
 template <DType kDtype>
 Int8TileFn SelectInt8Tile(size_t rows, size_t panels) {
-  if (rows == 1) return panels == 1 ? &Int8Tile<kDtype, 1, 1> : &Int8Tile<kDtype, 1, kDecodePanels>;
-  return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1> : &Int8Tile<kDtype, kTileRows, kTilePanels>;
+  if (rows == 1) return panels == 1 ? &Int8Tile<kDtype, 1, 1, false> : &Int8Tile<kDtype, 1, kDecodePanels, false>;
+  constexpr bool kUnpacked = SharesUnpacking(kDtype);
+  return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, kUnpacked>
+                     : &Int8Tile<kDtype, kTileRows, kTilePanels, kUnpacked>;
 }
 
 Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels) {
   return WithWeightType(dtype, [&](auto type) -> Int8TileFn {
     if constexpr (is_quantized(type())) return SelectInt8Tile<type()>(rows, panels);
     return nullptr;  // never here: only quantised matrices are packed for the int8 numerics
+  });
+}
+
+// The tiles of `count` panels from `panels` (each panel_bytes long, `blocks` tiles), their entries
+// one per byte, to `out` (UnpackedTileBytes each, panel after panel): a chunk's row tiles then
+// share one unpacking of the nibbles and planes, as the exact path's share one dequantising.
+template <DType kDtype>
+void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks, unsigned char* out) {
+  constexpr size_t kEntriesAt = int8_tile_bytes(kDtype) - int8_entry_bytes(kDtype);
+  const DB db;
+  for (size_t p = 0; p < count; ++p)
+    for (size_t b = 0; b < blocks; ++b, out += UnpackedTileBytes(kDtype)) {
+      const unsigned char* tile = panels + p * panel_bytes + b * int8_tile_bytes(kDtype);
+      std::memcpy(out, tile, kEntriesAt);
+      for (size_t j = 0; j < 8; j += 2)
+        for (size_t v = 0; v < kVectorsPerPanel; ++v) {
+          VB first, second;
+          LoadQuadPair<kDtype>(tile + kEntriesAt, j, v, first, second);
+          hn::StoreU(first, db, reinterpret_cast<int8_t*>(out + kEntriesAt + j * 64 + v * kVectorBytes));
+          hn::StoreU(second, db, reinterpret_cast<int8_t*>(out + kEntriesAt + (j + 1) * 64 + v * kVectorBytes));
+        }
+    }
+}
+
+void UnpackTiles(DType dtype, const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks,
+                 unsigned char* out) {
+  WithWeightType(dtype, [&](auto type) {
+    if constexpr (is_quantized(type())) UnpackTiles<type()>(panels, panel_bytes, count, blocks, out);
   });
 }
 
@@ -305,18 +378,29 @@ void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob
       // (decode) only where kPrefetchDecode says.
       Prefetch next = row_tiles > 1 || kPrefetchDecode ? PanelsAhead(w, first + panels, group_panels) : Prefetch{};
       const size_t lines_per_tile = (next.lines + row_tiles - 1) / row_tiles;
+      const unsigned char* tiles = static_cast<const unsigned char*>(w.panel(first));
+      size_t panel_bytes = w.panel_bytes();
+      if (tile_rows > 1 && SharesUnpacking(w.dtype)) {
+        // Per worker thread (this lambda runs on each), kept from call to call.
+        thread_local std::vector<unsigned char> unpacked;
+        const size_t blocks = w.cols / kInt8Block;
+        unpacked.resize(std::max(unpacked.size(), panels * blocks * UnpackedTileBytes(w.dtype)));
+        UnpackTiles(w.dtype, tiles, panel_bytes, panels, blocks, unpacked.data());
+        tiles = unpacked.data();
+        panel_bytes = blocks * UnpackedTileBytes(w.dtype);
+      }
       for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
         float* out = y + m0 * w.rows;
         const Prefetch prefetch = next.take(lines_per_tile);
         if (panels == group_panels) {
-          SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, static_cast<const unsigned char*>(w.panel(first)),
-                                                     w.panel_bytes(), out + first * kPanelRows, w.rows,
-                                                     std::min(panels * kPanelRows, w.rows - first * kPanelRows), prefetch);
+          SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, tiles, panel_bytes, out + first * kPanelRows,
+                                                     w.rows, std::min(panels * kPanelRows, w.rows - first * kPanelRows),
+                                                     prefetch);
           continue;
         }
         for (size_t p = first; p < first + panels; ++p)
-          SelectInt8Tile(w.dtype, tile_rows, 1)(in, m0, rows - m0, static_cast<const unsigned char*>(w.panel(p)),
-                                                w.panel_bytes(), out + p * kPanelRows, w.rows,
+          SelectInt8Tile(w.dtype, tile_rows, 1)(in, m0, rows - m0, tiles + (p - first) * panel_bytes, panel_bytes,
+                                                out + p * kPanelRows, w.rows,
                                                 std::min(kPanelRows, w.rows - p * kPanelRows), Prefetch{});
       }
     }

@@ -71,7 +71,7 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
                      std::span<const size_t> source_rows, unsigned char* out) {
   const Int8Packing packing = int8_packing(dtype);
   const size_t block = dtype_block_elements(dtype), group = quant_group_size(dtype);
-  const size_t tile_bytes = int8_tile_bytes(dtype), entries_at = tile_bytes - int8_entry_bytes(dtype);
+  const size_t tile_bytes = int8_tile_bytes(dtype), entries_at = int8_fields_bytes(dtype);
   QuantGroup groups[kMaxQuantGroups];
   for (size_t n = 0; n < rows; ++n) {
     const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
@@ -91,12 +91,12 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
           const size_t k = (k0 + i) % kInt8Block;
           const int e = groups[g].entries[i];
           const auto stored = uint8_t(packing.signed_entries ? e : e + packing.offset);
-          if (packing.nibbles) {
+          if (packing.nibbles()) {
             const uint8_t nibble = stored & 0x0f;
             tile[entries_at + k / 8 * 64 + o * 4 + k % 4] |= uint8_t(k % 8 < 4 ? nibble : nibble << 4);
-            if (packing.high_bits != 0) {
-              const size_t high_at = k / 4 * packing.high_bits;  // bit of the planes
-              tile[entries_at + 256 + high_at / 8 * 64 + o * 4 + k % 4] |= uint8_t(stored >> 4 << high_at % 8);
+            if (packing.high_bits() != 0) {
+              const size_t high_at = k / 4 * packing.high_bits();  // bit of the planes
+              tile[entries_at + kInt8Nibbles + high_at / 8 * 64 + o * 4 + k % 4] |= uint8_t(stored >> 4 << high_at % 8);
             }
           } else
             tile[entries_at + k / 4 * 64 + o * 4 + k % 4] = stored;

@@ -56,14 +56,18 @@ static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0
 // (q b) % 8 .. of byte 4 o + t of plane q b / 8. A vector of a quad's nibbles then finds its high
 // bits at the same byte positions of one plane, a shift and a mask away, and the 5-bit types take
 // 5.5 bits a weight as in the file instead of a byte.
+inline constexpr size_t kInt8ByteEntries = 512;  // a tile's entries one per byte
+inline constexpr size_t kInt8Nibbles = 256;      // its nibbles, which the planes follow
+// A tile's scales and minimums: the entries start this far into it.
+constexpr size_t int8_fields_bytes(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return packing.groups * kPanelRows * packing.field_bytes * (packing.minimum ? 2 : 1);
+}
 constexpr size_t int8_entry_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
-  return packing.nibbles ? 256 + 64 * packing.high_bits : 512;
+  return packing.nibbles() ? kInt8Nibbles + 64 * packing.high_bits() : kInt8ByteEntries;
 }
-constexpr size_t int8_tile_bytes(DType dtype) {
-  const Int8Packing packing = int8_packing(dtype);
-  return packing.groups * kPanelRows * packing.field_bytes * (packing.minimum ? 2 : 1) + int8_entry_bytes(dtype);
-}
+constexpr size_t int8_tile_bytes(DType dtype) { return int8_fields_bytes(dtype) + int8_entry_bytes(dtype); }
 
 struct MatrixView {
   DType dtype = DType::F32;
@@ -128,15 +132,15 @@ inline int MatrixView::entry(size_t n, size_t k) const {
                        : tile<32>(n / kPanelRows, k / 32).entries[k % 32][o];
   }
   const Int8Packing packing = int8_packing(dtype);
-  const unsigned char* entries = int8_tile(n / kPanelRows, k / kInt8Block) + int8_tile_bytes(dtype) - int8_entry_bytes(dtype);
+  const unsigned char* entries = int8_tile(n / kPanelRows, k / kInt8Block) + int8_fields_bytes(dtype);
   const size_t i = k % kInt8Block;
-  if (packing.nibbles) {
+  if (packing.nibbles()) {
     const unsigned char byte = entries[i / 8 * 64 + o * 4 + i % 4];
     const unsigned nibble = i % 8 < 4 ? byte & 0x0f : byte >> 4;
-    if (packing.high_bits == 0) return int(nibble) - packing.offset;
-    const size_t high_at = i / 4 * packing.high_bits;  // bit of the planes
-    const unsigned plane_byte = entries[256 + high_at / 8 * 64 + o * 4 + i % 4];
-    const unsigned high = plane_byte >> high_at % 8 & ((1u << packing.high_bits) - 1);
+    if (packing.high_bits() == 0) return int(nibble) - packing.offset;
+    const size_t high_at = i / 4 * packing.high_bits();  // bit of the planes
+    const unsigned plane_byte = entries[kInt8Nibbles + high_at / 8 * 64 + o * 4 + i % 4];
+    const unsigned high = plane_byte >> high_at % 8 & ((1u << packing.high_bits()) - 1);
     return int(nibble | high << 4) - packing.offset;
   }
   const unsigned char byte = entries[i / 4 * 64 + o * 4 + i % 4];

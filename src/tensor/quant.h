@@ -72,26 +72,29 @@ struct Int8Packing {
   bool signed_entries;  // Q8_0: entries stored as they are (-128 .. 127); the others store
   int offset;           //   entry + offset, unsigned,
   int largest;          //   at most `largest`
-  bool nibbles;         //   and, if below 64, their low 4 bits two to a byte
-  size_t high_bits;     //   and the bits above those (1 for the 5-bit types, 2 for Q6_K) in planes
   size_t field_bytes;   // a scale or minimum: 2 where it is the file's f16 `d` or `m` as it is
                         //   (the 32-input types), which f16 holds exactly; else 4 (f32)
+
+  // Unsigned entries below 64 store their low 4 bits two to a byte, and the bits above those
+  // (1 for the 5-bit types, 2 for Q6_K) in planes.
+  constexpr bool nibbles() const { return !signed_entries && largest < 64; }
+  constexpr size_t high_bits() const { return !nibbles() || largest < 16 ? 0 : largest < 32 ? 1 : 2; }
 };
 constexpr Int8Packing int8_packing(DType dtype) {
   const size_t groups = kInt8Block / quant_group_size(dtype);
   const bool minimum = quant_minimum(dtype) != QuantMinimum::None;
   switch (dtype) {
-    case DType::Q8_0: return {groups, minimum, true, 0, 128, false, 0, 2};
-    case DType::Q4_0: return {groups, minimum, false, 8, 15, true, 0, 2};
-    case DType::Q4_1: return {groups, minimum, false, 0, 15, true, 0, 2};
-    case DType::Q5_0: return {groups, minimum, false, 16, 31, true, 1, 2};
-    case DType::Q5_1: return {groups, minimum, false, 0, 31, true, 1, 2};
-    case DType::Q2_K: return {groups, minimum, false, 0, 3, true, 0, 4};
-    case DType::Q3_K: return {groups, minimum, false, 4, 7, true, 0, 4};
-    case DType::Q4_K: return {groups, minimum, false, 0, 15, true, 0, 4};
-    case DType::Q5_K: return {groups, minimum, false, 0, 31, true, 1, 4};
-    case DType::Q6_K: return {groups, minimum, false, 32, 63, true, 2, 4};
-    default: return {groups, minimum, false, 0, 0, false, 0, 4};  // not quantised
+    case DType::Q8_0: return {groups, minimum, true, 0, 128, 2};
+    case DType::Q4_0: return {groups, minimum, false, 8, 15, 2};
+    case DType::Q4_1: return {groups, minimum, false, 0, 15, 2};
+    case DType::Q5_0: return {groups, minimum, false, 16, 31, 2};
+    case DType::Q5_1: return {groups, minimum, false, 0, 31, 2};
+    case DType::Q2_K: return {groups, minimum, false, 0, 3, 4};
+    case DType::Q3_K: return {groups, minimum, false, 4, 7, 4};
+    case DType::Q4_K: return {groups, minimum, false, 0, 15, 4};
+    case DType::Q5_K: return {groups, minimum, false, 0, 31, 4};
+    case DType::Q6_K: return {groups, minimum, false, 32, 63, 4};
+    default: return {groups, minimum, false, 0, 0, 4};  // not quantised
   }
 }
 

@@ -88,11 +88,11 @@ HWY_INLINE VB BroadcastQuad(const int8_t* x) {
 // matrix.h), moved to bits 4 and up of each byte.
 template <DType kDtype>
 HWY_INLINE VB HighBits(const unsigned char* entries, size_t j, size_t v) {
-  constexpr size_t kBits = int8_packing(kDtype).high_bits;
+  constexpr size_t kBits = int8_packing(kDtype).high_bits();
   const DB db;
   const hn::Repartition<uint16_t, DF> d16;  // shifts of 16-bit lanes: the mask drops what crossed bytes
   const size_t at = j * kBits;              // bit of the planes
-  const int8_t* bytes = reinterpret_cast<const int8_t*>(entries + 256 + at / 8 * 64 + v * kVectorBytes);
+  const int8_t* bytes = reinterpret_cast<const int8_t*>(entries + kInt8Nibbles + at / 8 * 64 + v * kVectorBytes);
   const auto plane = hn::BitCast(d16, hn::LoadU(db, bytes));
   const int shift = 4 - int(at % 8);
   const auto moved = shift >= 0 ? hn::ShiftLeftSame(plane, shift) : hn::ShiftRightSame(plane, -shift);
@@ -101,13 +101,13 @@ HWY_INLINE VB HighBits(const unsigned char* entries, size_t j, size_t v) {
 
 // A tile's bytes with its entries one per byte (UnpackTiles): its scales and minimums, then the
 // 512 entries.
-constexpr size_t UnpackedTileBytes(DType dtype) { return int8_tile_bytes(dtype) - int8_entry_bytes(dtype) + 512; }
+constexpr size_t UnpackedTileBytes(DType dtype) { return int8_fields_bytes(dtype) + kInt8ByteEntries; }
 // Whether a chunk's row tiles share one unpacking of a group's tiles (UnpackTiles) rather than
 // each unpacking in registers: for the types with planes of high bits, whose unpacking costs a
 // tile as much again as the nibbles' (Gemma 3 270M, mostly Q5_0, AVX2 kernels on Zen 4: pp512 in
 // chunks of 16 at 0.72 of the speed with entries a byte each unpacking in registers, 0.91 shared;
 // whole prompts 0.96).
-constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bits != 0; }
+constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bits() != 0; }
 
 // Vector v of quads j and j + 1 (j even) of a tile's entries, as bytes (unsigned, or Q8_0's
 // signed bytes): from nibbles and planes where the type packs them (and kUnpacked does not say
@@ -115,12 +115,12 @@ constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bi
 template <DType kDtype, bool kUnpacked = false>
 HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, VB& first, VB& second) {
   const DB db;
-  if constexpr (int8_packing(kDtype).nibbles && !kUnpacked) {
+  if constexpr (int8_packing(kDtype).nibbles() && !kUnpacked) {
     const VB both = hn::LoadU(db, reinterpret_cast<const int8_t*>(entries + j / 2 * 64 + v * kVectorBytes));
     const VB low = hn::Set(db, 0x0f);
     first = hn::And(both, low);
     second = hn::And(hn::BitCast(db, hn::ShiftRight<4>(hn::BitCast(hn::Repartition<uint16_t, DF>(), both))), low);
-    if constexpr (int8_packing(kDtype).high_bits != 0) {
+    if constexpr (int8_packing(kDtype).high_bits() != 0) {
       first = hn::Or(first, HighBits<kDtype>(entries, j, v));
       second = hn::Or(second, HighBits<kDtype>(entries, j + 1, v));
     }
@@ -145,7 +145,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
                            size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns, Prefetch prefetch) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
-  constexpr size_t kEntriesAt = int8_tile_bytes(kDtype) - int8_entry_bytes(kDtype);
+  constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
   constexpr size_t kTileBytes = kUnpacked ? UnpackedTileBytes(kDtype) : int8_tile_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
   // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
@@ -262,7 +262,7 @@ Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels) {
 // share one unpacking of the nibbles and planes, as the exact path's share one dequantising.
 template <DType kDtype>
 void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks, unsigned char* out) {
-  constexpr size_t kEntriesAt = int8_tile_bytes(kDtype) - int8_entry_bytes(kDtype);
+  constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
   const DB db;
   for (size_t p = 0; p < count; ++p)
     for (size_t b = 0; b < blocks; ++b, out += UnpackedTileBytes(kDtype)) {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <map>
 
+#include <unistd.h>
+
 #include "ditto/batch.h"
 #include "ditto/error.h"
 #include "ditto/session.h"
@@ -24,6 +26,7 @@ namespace {
 using testing::expect_error;
 using testing::SplitMix64;
 using testing::TinyConfig;
+using testing::wide_gemma3;
 
 using Tokens = std::vector<int32_t>;
 
@@ -157,15 +160,6 @@ TinyConfig with(DType dtype, size_t head_dim, size_t kv_heads, const char* arch)
   c.head_dim = head_dim;
   c.kv_heads = kv_heads;
   c.arch = arch;
-  return c;
-}
-
-// Gemma 3's tiny model (windows of 8 in layers 0 and 2) with heads of 256 and one kv head: 1 KiB
-// of f32 keys per position and layer, a 4 KiB page in a block of 4.
-TinyConfig wide_gemma3() {
-  TinyConfig c = testing::tiny_family("gemma3_text");
-  c.head_dim = 256;
-  c.kv_heads = 1;
   return c;
 }
 
@@ -524,6 +518,56 @@ TEST(SlidingWindowBlocks, DroppingAWindowedLayerZeroesItsPagesAndKeepsTheOthers)
   pool.release(dropped);
   EXPECT_EQ(pool.take(), dropped);  // the most recently freed
   EXPECT_EQ(pool.window_dropped_blocks(), 0u);
+}
+
+// The memory budget counts a dropped block for its global layers alone: the pool holds as many
+// blocks as the budget would if all were dropped, and hands out whole ones while the memory holds
+// them, cached dropped blocks making way. A block of 2 positions holds no whole page of a layer:
+// nothing to count.
+TEST(SlidingWindowBlocks, ABlockWithDroppedWindowsCountsOnlyTheMemoryItKeeps) {
+  const auto model = Model::load(testing::write_checkpoint(wide_gemma3(), "window-budget"));
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  if (page != 4096) GTEST_SKIP() << "the blocks' sizes assume pages of 4 KiB";
+  KVPool small_blocks(model->config(), DType::F32, 2, 3, 0, 0, /*count_dropped=*/true);
+  EXPECT_EQ(small_blocks.dropped_block_bytes(), small_blocks.whole_block_bytes());
+  EXPECT_EQ(small_blocks.blocks(), 3u);
+
+  KVPool pool(model->config(), DType::F32, 4, 3, 0, 0, /*count_dropped=*/true);
+  const size_t whole = 3 * 2 * 4096, dropped = 2 * 4096;  // keys and values of 3 layers; of the global one
+  ASSERT_EQ(pool.whole_block_bytes(), whole);
+  ASSERT_EQ(pool.dropped_block_bytes(), dropped);
+  EXPECT_EQ(pool.budget_bytes(), 3 * whole);
+  EXPECT_EQ(pool.blocks(), 9u);
+  const uint32_t a = pool.take(), b = pool.take(), c = pool.take();
+  EXPECT_EQ(pool.available(), 0u);
+  expect_error([&] { pool.take(); }, "the KV pool is full");
+  for (uint32_t block : {a, b, c}) pool.drop_window(block);
+  EXPECT_EQ(pool.used_bytes(), 3 * dropped);
+  EXPECT_EQ(pool.available(), 2u);
+  const Tokens first = {1, 2, 3, 4}, second = {5, 6, 7, 8};
+  pool.publish(b, pool.publish(a, KVPool::kRoot, first), second);
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.used_bytes(), dropped);  // c; a and b cached
+  EXPECT_EQ(pool.available(), 2u);
+  const uint32_t d = pool.take(), e = pool.take();  // blocks never used: the memory holds them beside a, b and c
+  EXPECT_TRUE(d != a && d != b && e != a && e != b);
+  EXPECT_EQ(pool.cached_blocks(), 2u);
+  pool.drop_window(d);
+  EXPECT_EQ(pool.used_bytes(), 2 * dropped + whole);
+  EXPECT_EQ(pool.available(), 1u);
+  // a whole block more needs the memory of a, the least recently used cached block: it gives
+  // everything back and is taken again, whole.
+  EXPECT_EQ(pool.take(), a);
+  EXPECT_EQ(pool.cached_blocks(), 1u);
+  EXPECT_EQ(pool.used_bytes(), 2 * dropped + 2 * whole);
+  EXPECT_EQ(pool.window_dropped_blocks(), 3u);  // b, c, d
+  // A free block that was dropped gives everything back; a whole one stays, to be taken first.
+  pool.release(c);
+  pool.release(e);
+  EXPECT_EQ(pool.available(), 1u);
+  EXPECT_EQ(pool.take(), e);
+  EXPECT_EQ(pool.window_dropped_blocks(), 2u);  // b, d
 }
 
 // ... which no row reads again. A sequence written past the windows (opened without a prompt,

@@ -127,7 +127,7 @@ TEST_F(SchedulerTest, BadRequestsAreRefusedWhenSubmitted) {
   request.max_tokens = 0;
   expect_error([&] { scheduler.submit(request); }, "at least one token");
   request.max_tokens = 100;
-  expect_error([&] { scheduler.submit(request); }, "needs up to 9 KV blocks and the pool has 4");
+  expect_error([&] { scheduler.submit(request); }, "needs up to 73728 bytes of KV cache and the pool holds 32768");
   request.max_tokens = 4;
   request.max_length = 20;
   expect_error([&] { scheduler.submit(request); }, "leaves no room to generate in a context of 20 positions");
@@ -139,6 +139,57 @@ TEST_F(SchedulerTest, BadRequestsAreRefusedWhenSubmitted) {
   expect_error([&] { scheduler.submit(request); }, "temperature must be a finite number >= 0");
   EXPECT_TRUE(scheduler.idle());
   expect_error([&] { Scheduler(engine, {8, 0, 4}, {}, {}); }, "a pass of 4 rows cannot hold a decode row for each of 8");
+}
+
+// Gemma 3's windowed layers give their memory back behind the window, and the budget counts
+// that: two requests of 108 positions, each more blocks than the budget holds whole, run in it
+// one after the other (each promised what it may hold at once) with the bits of a roomy pool,
+// where they run side by side.
+TEST(SchedulerWindows, RequestsFitTheMemoryTheirDroppedWindowsLeave) {
+  const auto model = Model::load(testing::write_checkpoint(testing::wide_gemma3(), "scheduler-windows"));
+  struct Run {
+    std::map<size_t, Generation> done;
+    std::vector<size_t> order;  // the request of each token, as chosen
+    size_t most_blocks = 0, most_bytes = 0, budget = 0;
+  };
+  const auto run = [&](size_t kv_blocks) {
+    BatchOptions batch;
+    batch.kv_blocks = kv_blocks;
+    batch.block_size = 4;  // a 4 KiB page of each layer's keys (and values) a block
+    BatchEngine engine(model, batch);
+    Run out;
+    out.budget = engine.kv_stats().budget_bytes;
+    Scheduler scheduler(
+        engine, {2, 0, 0},
+        [&](size_t number, const SampledToken&) {
+          out.order.push_back(number);
+          out.most_blocks = std::max(out.most_blocks, engine.kv_stats().used);
+          out.most_bytes = std::max(out.most_bytes, engine.kv_stats().used_bytes);
+          return true;
+        },
+        [&](size_t number, Generation g) { out.done.emplace(number, std::move(g)); });
+    for (uint64_t r = 0; r < 2; ++r) {
+      GenerationRequest request;
+      request.prompt = prompt_of(8, 40 + r);
+      request.max_tokens = 100;
+      request.hash_logits = true;
+      scheduler.submit(request);
+    }
+    scheduler.run();
+    EXPECT_EQ(engine.kv_stats().used_bytes, 0u);
+    return out;
+  };
+  const Run roomy = run(64), tight = run(16);
+  ASSERT_EQ(roomy.done.size(), 2u);
+  expect_same(tight.done, roomy.done);
+  EXPECT_NE(roomy.order[0], roomy.order[1]);  // side by side
+  EXPECT_EQ(tight.order, [] {
+    std::vector<size_t> order(200, 1);
+    std::fill(order.begin(), order.begin() + 100, 0);
+    return order;
+  }());
+  EXPECT_GT(tight.most_blocks, 16u);
+  EXPECT_LE(tight.most_bytes, tight.budget);
 }
 
 }  // namespace

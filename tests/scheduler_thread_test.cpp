@@ -251,7 +251,7 @@ TEST_F(SchedulerThreadTest, SubmitChecksTheRequestInTheCallersThread) {
   testing::expect_error([&] { scheduler.submit(request({}, 4), nullptr, nullptr); }, "the prompt is empty");
   testing::expect_error([&] { scheduler.submit(request({1, 100000}, 4), nullptr, nullptr); }, "outside the vocabulary");
   testing::expect_error([&] { scheduler.submit(request({1}, 100), nullptr, nullptr); },
-                        "needs up to 27 KV blocks and the pool has 8");
+                        "needs up to 55296 bytes of KV cache and the pool holds 16384");
   testing::expect_error([&] { scheduler.submit(request({1}, 4, -1.0), nullptr, nullptr); }, "temperature");
   GenerationRequest unseeded = request({1}, 4, 1.0);
   unseeded.sampling.seed.reset();

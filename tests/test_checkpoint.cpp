@@ -185,6 +185,13 @@ TinyConfig tiny_family(const std::string& arch) {
   return c;
 }
 
+TinyConfig wide_gemma3() {
+  TinyConfig c = tiny_family("gemma3_text");
+  c.head_dim = 256;
+  c.kv_heads = 1;
+  return c;
+}
+
 std::vector<TestTensor> random_weights(const TinyConfig& c) {
   SplitMix64 rng(c.seed);
   const std::string dtype = c.dtype == DType::F32 ? "F32" : c.dtype == DType::F16 ? "F16" : "BF16";

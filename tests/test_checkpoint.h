@@ -70,6 +70,9 @@ struct TinyConfig {
 // (top-2 of 4), qwen3_moe (top-1 of 5, not renormalised) and gemma3_text of three layers (two
 // with windows).
 TinyConfig tiny_family(const std::string& arch);
+// Gemma 3's tiny model (windows of 8 in layers 0 and 2) with heads of 256 and one kv head: 1 KiB
+// of f32 keys per position and layer, a 4 KiB page in a block of 4.
+TinyConfig wide_gemma3();
 
 std::string config_json(const TinyConfig& config);
 // The tensors of a decoder checkpoint with weights from SplitMix64(seed).

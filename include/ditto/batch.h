@@ -51,7 +51,9 @@ struct PassOutput {
 };
 
 struct BatchOptions {
-  size_t kv_blocks = 0;     // KV pool size in blocks; 0: room for one sequence of the model's context
+  // KV memory, in whole blocks: 0, room for one sequence of the model's context. In one process, a
+  // block whose windowed layers were dropped (Gemma 3's) counts only what it keeps (KVStats).
+  size_t kv_blocks = 0;
   size_t block_size = 16;   // positions per block
   DType cache_dtype = DType::F32;
   int threads = 1;
@@ -64,6 +66,8 @@ struct BatchOptions {
 };
 
 struct KVStats {
+  // Blocks of the pool: those its budget holds whole, or more in one process when dropped windows
+  // leave room for them.
   size_t blocks = 0, block_size = 0;
   size_t used = 0;    // blocks held by sequences
   size_t cached = 0;  // published blocks, used or not: the prefix cache
@@ -72,6 +76,9 @@ struct KVStats {
   // past them there (a model with windowed and global layers: Gemma 3); their other layers stay.
   size_t window_dropped = 0;
   size_t prefix_hit_positions = 0;  // positions that open() found cached, over the batch's life
+  // The memory budget (bytes) and what the used blocks hold of it: each block its whole size, or
+  // in one process, once its windowed layers are dropped, the size of the others.
+  size_t budget_bytes = 0, used_bytes = 0;
 };
 
 // Pool sizes, in blocks of `block_size` positions: what `bytes` of memory hold for this model and
@@ -123,8 +130,15 @@ class BatchEngine {
 
   // Blocks a pass of these rows would take from the pool (forward() needs them available).
   size_t blocks_needed(std::span<const BatchRow> rows) const;
-  size_t available_blocks() const;
   KVStats kv_stats() const;
+  // KV memory (bytes): the budget, what the blocks in use leave of it, and the most that a
+  // sequence may take from it as it grows to `end` positions, `pass` at most in one forward pass
+  // (kv_bytes_to_start: one that open() starts with this prompt). Growth promised this way never
+  // finds the pool full. The budget and kv_bytes_to_start never change: any thread may call them.
+  size_t kv_budget_bytes() const;
+  size_t kv_bytes_available() const;
+  size_t kv_bytes_to_grow(SequenceId sequence, size_t end, size_t pass) const;
+  size_t kv_bytes_to_start(size_t prompt, size_t end, size_t pass) const;
 
   const Model& model() const { return *model_; }
   const BatchOptions& options() const { return options_; }

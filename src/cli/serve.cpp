@@ -123,7 +123,7 @@ void run_serve(ServeOptions o) {
   const size_t kv_blocks = options.batch.kv_blocks, block_size = options.batch.block_size;
   serve::Service service(std::move(loaded), std::move(options));
   http.ready(service);
-  std::printf("ditto serve: ready: %s, context %zu, up to %zu sequences, %zu KV blocks of %zu positions\n",
+  std::printf("ditto serve: ready: %s, context %zu, up to %zu sequences, KV memory for %zu blocks of %zu positions\n",
               service.name().c_str(), context, o.parallel, kv_blocks, block_size);
   std::fflush(stdout);
 

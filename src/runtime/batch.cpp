@@ -107,7 +107,7 @@ struct BatchEngine::State {
 
   State(const Model& model, const BatchOptions& o)
       : pool(model.config(), o.cache_dtype, o.block_size, o.kv_blocks, model.weights().part.first_layer,
-             model.weights().layers.size()),
+             model.weights().layers.size(), /*count_dropped=*/o.pipeline == nullptr),
         reach(attention_reach(model.config())),
         windows_reach(window_reach(model.config())),
         tell_stages(o.pipeline != nullptr) {
@@ -198,6 +198,21 @@ struct BatchEngine::State {
       pool.release(sequence.blocks[sequence.released]);
       sequence.blocks[sequence.released] = kReleasedBlock;
     }
+  }
+
+  // The most memory a sequence's new blocks may hold at once as it grows from `length` to `end`
+  // positions, `pass` at most a pass, its first `kept` kept whole: each block at least what it
+  // keeps when dropped, and whole at most those of its kept positions, of its widest window (the
+  // rows after a pass read back windows_reach - 1 positions), of a pass, and a copy of a shared
+  // block.
+  size_t bytes_to_grow(size_t length, size_t end, size_t kept, size_t pass) const {
+    const size_t block_size = pool.block_size(), whole = pool.whole_block_bytes(), dropped = pool.dropped_block_bytes();
+    const size_t blocks = blocks_for(end, block_size) - blocks_for(length, block_size) + 1;
+    if (dropped == whole) return blocks * whole;
+    const size_t kept_blocks = kept > length ? blocks_for(kept, block_size) - length / block_size : 0;
+    const size_t whole_blocks =
+        kept_blocks + blocks_for(windows_reach - 1, block_size) + 1 + blocks_for(pass, block_size) + 1 + 1;
+    return blocks * dropped + std::min(blocks, whole_blocks) * (whole - dropped);
   }
 
   KVPool::ContentId parent_of(const Sequence& sequence, size_t block) const {
@@ -307,12 +322,30 @@ size_t BatchEngine::sequences() const { return state_->sequences.size(); }
 
 size_t BatchEngine::blocks_needed(std::span<const BatchRow> rows) const { return state_->plan(rows, model_->config()); }
 
-size_t BatchEngine::available_blocks() const { return state_->pool.available(); }
-
 KVStats BatchEngine::kv_stats() const {
   const KVPool& pool = state_->pool;
-  return {pool.blocks(), pool.block_size(), pool.used_blocks(), pool.cached_blocks(), pool.free_blocks(),
-          pool.window_dropped_blocks(), state_->prefix_hit_positions};
+  return {.blocks = pool.blocks(),
+          .block_size = pool.block_size(),
+          .used = pool.used_blocks(),
+          .cached = pool.cached_blocks(),
+          .free = pool.free_blocks(),
+          .window_dropped = pool.window_dropped_blocks(),
+          .prefix_hit_positions = state_->prefix_hit_positions,
+          .budget_bytes = pool.budget_bytes(),
+          .used_bytes = pool.used_bytes()};
+}
+
+size_t BatchEngine::kv_budget_bytes() const { return state_->pool.budget_bytes(); }
+
+size_t BatchEngine::kv_bytes_available() const { return state_->pool.budget_bytes() - state_->pool.used_bytes(); }
+
+size_t BatchEngine::kv_bytes_to_grow(SequenceId id, size_t end, size_t pass) const {
+  const Sequence& sequence = state_->find(id);
+  return state_->bytes_to_grow(sequence.tokens.size(), end, sequence.kept, pass);
+}
+
+size_t BatchEngine::kv_bytes_to_start(size_t prompt, size_t end, size_t pass) const {
+  return state_->bytes_to_grow(0, end, options_.prefix_cache ? prompt : 0, pass);
 }
 
 std::vector<float> BatchEngine::forward(std::span<const BatchRow> rows) {

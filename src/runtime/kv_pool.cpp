@@ -16,7 +16,17 @@ size_t KVPool::block_bytes(const ModelConfig& c, DType dtype, size_t block_size)
   return checked_product("a KV block's size", 2, c.layers, c.kv_heads, block_size, c.head_dim, dtype_size(dtype));
 }
 
-KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks, size_t first_layer, size_t layers)
+namespace {
+
+size_t page_size() {
+  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+
+KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t blocks, size_t first_layer, size_t layers,
+               bool count_dropped)
     : dtype_(dtype), layers_(layers ? layers : c.layers), block_size_(block_size) {
   if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
     throw Error("the KV cache holds f32, f16 or bf16, not " + dtype_name(dtype));
@@ -25,20 +35,32 @@ KVPool::KVPool(const ModelConfig& c, DType dtype, size_t block_size, size_t bloc
   const std::string what = "a KV pool of " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " positions";
   ModelConfig held = c;
   held.layers = layers_;
-  memory_bytes_ = checked_mul(block_bytes(held, dtype, block_size), blocks, what);
-  require_memory(memory_bytes_, what);
-  if (blocks > UINT32_MAX) throw Error(what + " has more than 2^32 - 1 blocks");
+  whole_bytes_ = block_bytes(held, dtype, block_size);
+  budget_ = checked_mul(whole_bytes_, blocks, what);
+  require_memory(budget_, what);
+  for (size_t l = 0; l < layers_; ++l) {
+    all_layers_.push_back(l);
+    if (c.window(first_layer + l) != 0) windowed_layers_.push_back(l);
+  }
+  // What drop_window gives back at least, wherever the block lies: the whole pages of each of its
+  // windowed layers' keys and values (a block's bytes of one layer start at a multiple of their size).
+  const size_t layer_block = layout_.block_bytes(), page = page_size();
+  const size_t pages = layer_block % page == 0 ? layer_block / page : std::max(layer_block / page, size_t(1)) - 1;
+  dropped_bytes_ = whole_bytes_;
+  if (count_dropped && windowed_layers_.size() < layers_) dropped_bytes_ -= 2 * windowed_layers_.size() * pages * page;
+  const size_t slots = budget_ / dropped_bytes_;
+  if (slots > UINT32_MAX) throw Error(what + " has more than 2^32 - 1 blocks");
   // Anonymous pages are zero and take no memory until written: a large budget costs nothing
-  // until sequences use it.
-  void* memory = ::mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // until sequences use it, and the budget, not the reservation, bounds what they use.
+  memory_bytes_ = whole_bytes_ * slots;
+  void* memory =
+      ::mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (memory == MAP_FAILED) throw Error("cannot reserve " + gib_text(double(memory_bytes_)) + " for " + what);
   memory_ = static_cast<unsigned char*>(memory);
-  layer_bytes_ = layout_.block_bytes() * blocks;
-  for (size_t l = 0; l < layers_; ++l)
-    if (c.window(first_layer + l) != 0) windowed_layers_.push_back(l);
-  blocks_.resize(blocks);
-  free_.reserve(blocks);
-  for (size_t b = blocks; b-- > 0;) free_.push_back(uint32_t(b));  // take() hands out 0, 1, ... first
+  layer_bytes_ = layer_block * slots;
+  blocks_.resize(slots);
+  empty_.reserve(slots);
+  for (size_t b = slots; b-- > 0;) empty_.push_back(uint32_t(b));  // take() hands out 0, 1, ... first
 }
 
 KVPool::~KVPool() { ::munmap(memory_, memory_bytes_); }
@@ -50,39 +72,73 @@ ref::KVLayerView KVPool::layer(size_t layer) const {
   return view;
 }
 
+size_t KVPool::available() const {
+  return std::min(free_blocks() + lru_.size(), (budget_ - used_bytes_) / whole_bytes_);
+}
+
 uint32_t KVPool::take() {
   uint32_t block;
   if (!free_.empty()) {
     block = free_.back();
     free_.pop_back();
-  } else if (!lru_.empty()) {
-    block = lru_.front();
-    unpublish(block);
   } else {
-    throw Error("the KV pool is full: all " + std::to_string(blocks_.size()) + " blocks are in use");
+    // Cached blocks with dropped windows make way until the memory holds a whole block more: a
+    // whole cached block is taken as it is.
+    while (resident_ + whole_bytes_ > budget_ && !lru_.empty() && blocks_[lru_.front()].window_dropped) {
+      const uint32_t evicted = lru_.front();
+      unpublish(evicted);
+      make_free(evicted);
+    }
+    if (!empty_.empty() && resident_ + whole_bytes_ <= budget_) {
+      block = empty_.back();
+      empty_.pop_back();
+    } else if (!lru_.empty()) {
+      block = lru_.front();
+      unpublish(block);
+    } else {
+      throw Error("the KV pool is full: all " + std::to_string(blocks_.size() - free_blocks()) + " blocks in use hold " +
+                  std::to_string(used_bytes_) + " of its " + std::to_string(budget_) + " bytes");
+    }
   }
   Block& b = blocks_[block];
-  b.refs = 1;
+  resident_ += whole_bytes_ - bytes_of(b);
   if (b.window_dropped) {
     b.window_dropped = false;
     --window_dropped_;
   }
+  b.empty = false;
+  b.refs = 1;
+  used_bytes_ += whole_bytes_;
   return block;
 }
 
 void KVPool::retain(uint32_t block) {
   Block& b = blocks_[block];
-  if (b.refs++ == 0 && b.published) lru_.erase(b.lru);
+  if (b.refs++ > 0) return;
+  used_bytes_ += bytes_of(b);
+  if (b.published) lru_.erase(b.lru);
 }
 
 void KVPool::release(uint32_t block) {
   Block& b = blocks_[block];
   if (--b.refs > 0) return;
+  used_bytes_ -= bytes_of(b);
   if (b.published) {
     b.lru = lru_.insert(lru_.end(), block);
   } else {
-    free_.push_back(block);
+    make_free(block);
   }
+}
+
+void KVPool::make_free(uint32_t block) {
+  Block& b = blocks_[block];
+  if (!b.window_dropped) return free_.push_back(block);
+  give_back(block, all_layers_);
+  resident_ -= bytes_of(b);
+  b.window_dropped = false;
+  --window_dropped_;
+  b.empty = true;
+  empty_.push_back(block);
 }
 
 bool KVPool::writable(uint32_t block) const { return blocks_[block].refs == 1 && !blocks_[block].published; }
@@ -106,9 +162,9 @@ bool KVPool::leave_window(uint32_t block, bool passed) {
   return true;
 }
 
-void KVPool::drop_window(uint32_t block) {
-  static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  for (size_t l : windowed_layers_) {
+void KVPool::give_back(uint32_t block, std::span<const size_t> layers) {
+  const size_t page = page_size();
+  for (size_t l : layers) {
     const ref::KVLayerView view = layer(l);
     for (void* base : {view.k, view.v}) {
       // The whole pages of the block's bytes: a page it shares with a neighbour stays.
@@ -117,10 +173,21 @@ void KVPool::drop_window(uint32_t block) {
       if (first < end) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
     }
   }
-  if (!blocks_[block].window_dropped) {
-    blocks_[block].window_dropped = true;
-    ++window_dropped_;
+}
+
+void KVPool::drop_window(uint32_t block) {
+  give_back(block, windowed_layers_);
+  Block& b = blocks_[block];
+  if (b.window_dropped) return;
+  // A pipeline stage's pool follows the head's drops without taking blocks itself: its blocks
+  // count nothing.
+  if (!b.empty) {
+    const size_t given_back = whole_bytes_ - dropped_bytes_;
+    resident_ -= given_back;
+    if (b.refs > 0) used_bytes_ -= given_back;
   }
+  b.window_dropped = true;
+  ++window_dropped_;
 }
 
 const std::vector<uint32_t>* KVPool::children(ContentId parent) const {

@@ -14,8 +14,6 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
   return std::chrono::duration<double>(b - a).count();
 }
 
-size_t blocks_for(size_t positions, size_t block_size) { return (positions + block_size - 1) / block_size; }
-
 // The positions a request may fill: its prompt and max_tokens, at most max_length (set by
 // submit(), more than the prompt); max_tokens may be anything, so it is not added unchecked.
 size_t positions_to_fill(const GenerationRequest& request) {
@@ -49,11 +47,12 @@ GenerationRequest Scheduler::check(GenerationRequest request) const {
   if (!request.sampling.greedy()) request.sampling = with_seed(request.sampling);
   request.sampling.validate(config.vocab_size);
   std::sort(request.stop_tokens.begin(), request.stop_tokens.end());
-  const KVStats pool = engine_.kv_stats();
-  const size_t needed = blocks_for(positions_to_fill(request), pool.block_size) + 1;
-  if (needed > pool.blocks)
-    throw Error("the request needs up to " + std::to_string(needed) + " KV blocks and the pool has " +
-                std::to_string(pool.blocks) + ": give the cache more memory or ask for fewer tokens");
+  const size_t needed = engine_.kv_bytes_to_start(request.prompt.size(), positions_to_fill(request),
+                                                  rows_per_pass(request.prompt.size()));
+  const size_t budget = engine_.kv_budget_bytes();
+  if (needed > budget)
+    throw Error("the request needs up to " + std::to_string(needed) + " bytes of KV cache and the pool holds " +
+                std::to_string(budget) + ": give the cache more memory or ask for fewer tokens");
   return request;
 }
 
@@ -76,11 +75,15 @@ void Scheduler::cancel(size_t request) {
     if (running_[i].number == request) return finish(i, StopReason::Cancelled);
 }
 
-// Blocks a running request may still take: the rest of what it may fill, and a copy of the
-// partly filled block it may share.
-size_t Scheduler::blocks_to_grow(const Running& r) const {
-  const size_t block_size = engine_.kv_stats().block_size;
-  return blocks_for(r.end, block_size) - blocks_for(engine_.length(r.sequence), block_size) + 1;
+// The rows of a request a pass may take: the rest of its prompt, in chunks, or one.
+size_t Scheduler::rows_per_pass(size_t prompt_left) const {
+  return std::max<size_t>({1, std::min({prompt_left, options_.chunk ? options_.chunk : SIZE_MAX,
+                                         options_.batch_tokens ? options_.batch_tokens : SIZE_MAX})});
+}
+
+// KV memory a running request may still take as it fills what it may.
+size_t Scheduler::bytes_to_grow(const Running& r) const {
+  return engine_.kv_bytes_to_grow(r.sequence, r.end, rows_per_pass(r.request.prompt.size() - r.fed));
 }
 
 void Scheduler::admit() {
@@ -89,9 +92,9 @@ void Scheduler::admit() {
     const SequenceId sequence = engine_.open(request.prompt, !request.all_prompt_logits);
     Running r{.number = number, .request = std::move(request), .sequence = sequence, .fed = engine_.length(sequence)};
     r.end = positions_to_fill(r.request);
-    size_t promised = blocks_to_grow(r);
-    for (const Running& other : running_) promised += blocks_to_grow(other);
-    if (promised > engine_.available_blocks()) {  // wait for running requests to end
+    size_t promised = bytes_to_grow(r);
+    for (const Running& other : running_) promised += bytes_to_grow(other);
+    if (promised > engine_.kv_bytes_available()) {  // wait for running requests to end
       request = std::move(r.request);
       engine_.close(sequence);
       return;

@@ -47,8 +47,8 @@ struct SchedulerOptions {
 // Continuous batching of generation requests on one BatchEngine: each step() is one forward pass
 // over the decode rows of the running requests and the next prompt chunks of the starting ones;
 // a finished request makes room for the next waiting one at once. A request starts when a
-// sequence is free and the pool can hold all it may grow to (its prompt, max_tokens), so
-// that a running request never runs out of blocks. Tokens are drawn by the sampler
+// sequence is free and the pool's memory can hold all it may grow to (its prompt, max_tokens;
+// BatchEngine::kv_bytes_to_grow), so that a running request never runs out of blocks. Tokens are drawn by the sampler
 // (runtime/sampler.h), a pure function of the logits, the request's history, its parameters and
 // the position, where the logits are (the engine's RowOutput: through pipeline stages, the last
 // stage, so that only tokens come back). What a request gets does not depend on the others: the
@@ -105,7 +105,8 @@ class Scheduler {
   void admit();
   bool start_pass();
   void finish_pass();
-  size_t blocks_to_grow(const Running& r) const;
+  size_t rows_per_pass(size_t prompt_left) const;
+  size_t bytes_to_grow(const Running& r) const;
   void finish(size_t index, StopReason reason);
 
   BatchEngine& engine_;

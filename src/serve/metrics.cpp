@@ -91,6 +91,11 @@ std::string Metrics::render(const SchedulerThread::Status& status) const {
   sample(out, "ditto_kv_blocks", double(status.kv.used), "state=\"used\"");
   sample(out, "ditto_kv_blocks", double(status.kv.cached), "state=\"cached\"");
   sample(out, "ditto_kv_blocks", double(status.kv.free), "state=\"free\"");
+  header(out, "ditto_kv_bytes", "gauge",
+         "KV memory: the budget, and what the used blocks hold of it (less once their sliding-window layers give "
+         "their memory back).");
+  sample(out, "ditto_kv_bytes", double(status.kv.budget_bytes), "state=\"budget\"");
+  sample(out, "ditto_kv_bytes", double(status.kv.used_bytes), "state=\"used\"");
   header(out, "ditto_kv_window_dropped_blocks", "gauge",
          "KV pool blocks whose sliding-window layers gave their memory back, every sequence being past them there.");
   sample(out, "ditto_kv_window_dropped_blocks", double(status.kv.window_dropped));

@@ -257,6 +257,7 @@ def test_metrics_count_what_happened(tiny):
     assert metrics['ditto_kv_blocks{state="free"}'] + metrics['ditto_kv_blocks{state="cached"}'] == \
         metrics['ditto_kv_blocks{state="total"}']
     assert metrics["ditto_kv_window_dropped_blocks"] == 0  # no sliding window in this model
+    assert metrics['ditto_kv_bytes{state="used"}'] == 0 < metrics['ditto_kv_bytes{state="budget"}']
 
 
 def test_text_prompts_get_the_tokenizers_bos_as_vllm_adds_it(tmp_path):

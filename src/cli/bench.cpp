@@ -274,11 +274,13 @@ void bench(const BenchOptions& o, const std::shared_ptr<const Model>& model, Pip
   };
   const auto tg_flops = [&](size_t depth) { return model->flops_per_position(double(depth) + double(o.generate) / 2.0, 1.0); };
   const double weight_bytes = double(model->streamed_weight_bytes());
-  // Keys and values a decode step reads, per sequence: every position up to its own.
+  // Keys and values a decode step reads, per sequence: every position up to its own, in a layer
+  // with a sliding window those of the window.
   const auto kv_bytes = [&](const Result& r) {
-    const double per_position = double(c.layers) * 2.0 * double(c.kv_heads * c.head_dim) *
-                                double(dtype_size(parse_dtype(r.cache_type)));
-    return per_position * (double(r.depth) + double(o.generate + 1) / 2.0);
+    const double context = double(r.depth) + double(o.generate + 1) / 2.0;
+    double positions = 0.0;  // summed over the layers
+    for (size_t l = 0; l < c.layers; ++l) positions += c.window(l) ? std::min(context, double(c.window(l))) : context;
+    return positions * 2.0 * double(c.kv_heads * c.head_dim) * double(dtype_size(parse_dtype(r.cache_type)));
   };
   // The ceilings of prefill and decode, measured now on each thread count (0 where unknown).
   std::map<int, double> fma_peak, read_bandwidth;

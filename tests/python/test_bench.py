@@ -144,3 +144,15 @@ def test_numerics_and_a_pinned_simd_target_are_reported(checkpoint, tmp_path):
     assert refused.returncode == 1
     assert "DITTO_SIMD_TARGET=NEON is not a SIMD target of this CPU and build (" in refused.stderr
     assert "AVX2" in refused.stderr
+
+
+def test_decode_reads_the_window_of_a_windowed_layer(tmp_path):
+    """The roofline's KV bytes of a decode step: in a layer with a sliding window, its window alone
+    (Mistral, a window of 8 in both layers: 8 positions of f32 keys and values of 2 heads of 16)."""
+    directory = str(tmp_path / "mistral")
+    make_checkpoint(directory, "mistral", vocab_size=256, hidden_size=64, intermediate_size=128, layers=2, heads=4,
+                    kv_heads=2, head_dim=16, seed=5, family={"sliding_window": 8})
+    result = bench("-m", directory, "-p", "0", "-n", "3", "-r", "1", "-t", "1", "-d", "64", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assert row["kv_gbps"] * 1e9 / row["avg_ts"] == pytest.approx(2 * 8 * 2 * 2 * 16 * 4)

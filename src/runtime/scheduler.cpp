@@ -77,8 +77,8 @@ void Scheduler::cancel(size_t request) {
 
 // The rows of a request a pass may take: the rest of its prompt, in chunks, or one.
 size_t Scheduler::rows_per_pass(size_t prompt_left) const {
-  return std::max<size_t>({1, std::min({prompt_left, options_.chunk ? options_.chunk : SIZE_MAX,
-                                         options_.batch_tokens ? options_.batch_tokens : SIZE_MAX})});
+  return std::max(size_t(1), std::min({prompt_left, options_.chunk ? options_.chunk : SIZE_MAX,
+                                       options_.batch_tokens ? options_.batch_tokens : SIZE_MAX}));
 }
 
 // KV memory a running request may still take as it fills what it may.

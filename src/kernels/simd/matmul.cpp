@@ -76,13 +76,15 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
       for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
     }
   };
-  // Two loops rather than a branch per input: GCC then keeps every accumulator in a register.
-  const size_t prefetching = std::min(prefetch.lines, inputs);
-  for (size_t k = 0; k < prefetching; ++k) {
-    hwy::Prefetch(prefetch.start + k * 64);
-    step(k);
+  // The prefetching spread evenly over the inputs, in loops rather than a branch per input: GCC
+  // then keeps every accumulator in a register.
+  const size_t lines = std::min(prefetch.lines, inputs), stride = lines == 0 ? 0 : inputs / lines;
+  size_t k = 0;
+  for (size_t line = 0; line < lines; ++line) {
+    hwy::Prefetch(prefetch.start + line * 64);
+    for (const size_t end = k + stride; k < end; ++k) step(k);
   }
-  for (size_t k = prefetching; k < inputs; ++k) step(k);
+  for (; k < inputs; ++k) step(k);
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) {
       const size_t column = v * kLanesF;
@@ -207,7 +209,7 @@ void DirectGroup(const float* x, size_t rows, const MatrixView& w, float* y, siz
   Prefetch next = rows > kTileRows ? NextGroup(w, group) : Prefetch{};
   for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
     const size_t tile_rows = std::min(kTileRows, rows - m0);
-    const Prefetch prefetch = next.take(w.cols);
+    const Prefetch prefetch = next.share((rows - m0 + kTileRows - 1) / kTileRows);
     for (size_t p = 0; p < group.panels; p += tile_panels) {
       const size_t panel = group.first_panel + p, n0 = panel * kPanelRows;
       const PanelSource weights = is_quantized(w.dtype)
@@ -250,6 +252,7 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
   const PanelGroup group(w, g);
   const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
   Prefetch next = NextGroup(w, group);
+  const size_t row_tiles = (rows + kTileRows - 1) / kTileRows;
   for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
     const size_t block_k = std::min(kBlockK, w.cols - k0);
     WithWeightType(w.dtype, [&](auto type) {
@@ -259,7 +262,8 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
     });
     for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
       const size_t tile_rows = std::min(kTileRows, rows - m0);
-      const Prefetch prefetch = next.take(block_k);
+      const size_t tiles_left = (w.cols - k0 - 1) / kBlockK * row_tiles + (rows - m0 + kTileRows - 1) / kTileRows;
+      const Prefetch prefetch = next.share(tiles_left);
       SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
                                                       y + m0 * w.rows + group.n0, w.rows, group.valid_columns, k0 == 0,
                                                       prefetch);

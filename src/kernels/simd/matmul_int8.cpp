@@ -377,7 +377,6 @@ void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob
       // them (0.79 of the whole prompt's speed on one thread, 0.92 with). With one row tile
       // (decode) only where kPrefetchDecode says.
       Prefetch next = row_tiles > 1 || kPrefetchDecode ? PanelsAhead(w, first + panels, group_panels) : Prefetch{};
-      const size_t lines_per_tile = (next.lines + row_tiles - 1) / row_tiles;
       const unsigned char* tiles = static_cast<const unsigned char*>(w.panel(first));
       size_t panel_bytes = w.panel_bytes();
       if (tile_rows > 1 && SharesUnpacking(w.dtype)) {
@@ -391,7 +390,7 @@ void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob
       }
       for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
         float* out = y + m0 * w.rows;
-        const Prefetch prefetch = next.take(lines_per_tile);
+        const Prefetch prefetch = next.share(row_tiles - m0 / tile_rows);
         if (panels == group_panels) {
           SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, tiles, panel_bytes, out + first * kPanelRows,
                                                      w.rows, std::min(panels * kPanelRows, w.rows - first * kPanelRows),

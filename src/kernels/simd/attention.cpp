@@ -109,12 +109,26 @@ constexpr std::array<size_t, kLanesF> FoldOrder() {
 }
 constexpr std::array<size_t, kLanesF> kFoldOrder = FoldOrder();
 
+// How far ahead (in positions) the loops that read cache rows ask for rows to come, into L2, a
+// line as they read one: a sequence's blocks lie anywhere in the pool, a few KiB each, too short
+// for the hardware's prefetcher. Asked for a block at a time, the lines took the miss buffers
+// and the loads of the rows being read waited behind them (decode at depth 4,096 on Zen 4,
+// attention_bench: 16-19 GB/s on 2 threads block by block, 23-28 spread; 32 or 128 rows ahead no
+// better than 64).
+constexpr size_t kPrefetchRows = 64;
+
+// Asks for the line at `offset` of a row ahead where a line starts there.
+HWY_INLINE void PrefetchLineAt(const unsigned char* ahead, size_t offset) {
+  if (offset % 64 == 0) __builtin_prefetch(ahead + offset, 0, 2);
+}
+
 // The scores (q[r] . key[k]) * scale of NR row-heads and NK keys (NR * NK = kLanesF) as one
 // vector, lane r * NK + k: each a 16-lane dot product. Lane vector v of the 16 lanes (AVX2
 // holds them in two registers) is a chain over dimensions v * kLanesF + 16 i, so the two run
 // one after the other, with as many keys at once as the accumulators allow. Keys are rows of T.
 template <DType T, size_t NR, size_t NK>
-HWY_INLINE VF ScoreTile(DF d, const float* const* q, const unsigned char* const* keys, size_t head_dim, VF scale) {
+HWY_INLINE VF ScoreTile(DF d, const float* const* q, const unsigned char* const* keys,
+                        const unsigned char* const* ahead, size_t head_dim, VF scale) {
   static_assert(NR * NK == kLanesF);
   constexpr size_t kGroup = std::min(NK, kAccumulators / NR);
   VF sums[kLanesF];
@@ -127,6 +141,7 @@ HWY_INLINE VF ScoreTile(DF d, const float* const* q, const unsigned char* const*
         VF qv[NR];
         for (size_t r = 0; r < NR; ++r) qv[r] = hn::LoadU(d, q[r] + dim);
         for (size_t k = 0; k < kGroup; ++k) {
+          PrefetchLineAt(ahead[k0 + k], dim * dtype_size(T));
           const VF kv = LoadWidened(d, T, keys[k0 + k] + dim * dtype_size(T));
           for (size_t r = 0; r < NR; ++r) acc[r][k] = hn::MulAdd(qv[r], kv, acc[r][k]);
         }
@@ -181,12 +196,16 @@ HWY_INLINE void Transpose(DF d, VF (&m)[kLanesF]) {
 // of group g is the vector at keys_t + (g * head_dim + dim) * kLanesF. The last group is
 // filled up with its last key.
 template <DType T>
-void TransposeKeys(DF d, const unsigned char* const* rows, size_t count, size_t head_dim, float* keys_t) {
+void TransposeKeys(DF d, const unsigned char* const* rows, const unsigned char* const* ahead, size_t count,
+                   size_t head_dim, float* keys_t) {
   for (size_t g = 0; g * kLanesF < count; ++g)
     for (size_t dim0 = 0; dim0 < head_dim; dim0 += kLanesF) {
       VF m[kLanesF];
-      for (size_t k = 0; k < kLanesF; ++k)
-        m[k] = LoadWidened(d, T, rows[std::min(g * kLanesF + k, count - 1)] + dim0 * dtype_size(T));
+      for (size_t k = 0; k < kLanesF; ++k) {
+        const size_t row = std::min(g * kLanesF + k, count - 1);
+        PrefetchLineAt(ahead[row], dim0 * dtype_size(T));
+        m[k] = LoadWidened(d, T, rows[row] + dim0 * dtype_size(T));
+      }
       Transpose(d, m);
       for (size_t i = 0; i < kLanesF; ++i) hn::StoreU(m[i], d, keys_t + (g * head_dim + dim0 + i) * kLanesF);
     }
@@ -287,58 +306,66 @@ size_t SubTile(size_t remaining) { return remaining >= 3 ? 4 : remaining; }
 // a single one converts them in its registers as it goes.
 bool WidenFor(const Tile& tile) { return tile.heads.size() > SubTile(tile.heads.size()); }
 
-// Cache blocks ahead of the one being read whose rows are asked for in advance: a sequence's
-// blocks lie anywhere in the pool, a few KiB each, too short for the hardware's prefetcher.
-constexpr size_t kPrefetchBlocks = 4;
-
 // Keys or values of one kv head, positions first .. first + count - 1 of `part` (cache.k or
 // cache.v): rows[i] is position first + i, of which dimensions dim0 .. dim1 - 1 are read. They
 // are read where they lie, or, with `widen`, first widened (exactly) to f32 into `widened`
-// (count * head_dim floats), once for all the register tiles that read them. Blocks ahead are
-// prefetched up to position `limit` (exclusive). Returns the type of the rows.
+// (count * head_dim floats), once for all the register tiles that read them. ahead[i] is the row
+// kPrefetchRows positions after rows[i], or rows[i] itself where that lies at or past `limit`;
+// widening prefetches it, the loops that read unwidened rows do. Returns the type of the rows.
 template <DType T>
 DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32_t* blocks, size_t kv, size_t first,
              size_t count, size_t limit, size_t dim0, size_t dim1, bool widen, float* widened,
-             const unsigned char** rows) {
+             const unsigned char** rows, const unsigned char** ahead) {
   const auto* base = static_cast<const unsigned char*>(part);
   const size_t row_bytes = cache.head_dim * dtype_size(T);
-  size_t block = first / cache.block_size, slot = first % cache.block_size;
-  // Into L2. Inlined: GCC drops a call to a function of prefetches alone as free of effects.
-  const auto prefetch = [&]() __attribute__((always_inline)) {
-    const size_t ahead = block + kPrefetchBlocks;
-    if (ahead * cache.block_size >= limit) return;
-    const unsigned char* start = base + cache.offset(blocks[ahead], kv, 0);
-    for (size_t byte = 0; byte < cache.block_size * row_bytes; byte += 64) __builtin_prefetch(start + byte, 0, 2);
+  // A walk over the rows position by position, which stops at the limit (no block there).
+  struct Walk {
+    size_t position, slot;
+    const unsigned char* row;
   };
-  const unsigned char* at = base + cache.offset(blocks[block], kv, slot);
-  prefetch();
-  for (size_t i = 0; i < count; ++i) {
-    rows[i] = at;
+  const auto row_at = [&](size_t position, size_t slot) {
+    return base + cache.offset(blocks[position / cache.block_size], kv, slot);
+  };
+  const auto start = [&](size_t position) {
+    const size_t slot = position % cache.block_size;
+    return Walk{position, slot, position < limit ? row_at(position, slot) : nullptr};
+  };
+  const auto advance = [&](Walk& walk) {
+    if (++walk.position >= limit) return;
+    if (++walk.slot < cache.block_size) return void(walk.row += row_bytes);
+    walk.slot = 0;
+    walk.row = row_at(walk.position, 0);
+  };
+  Walk read = start(first), prefetched = start(first + kPrefetchRows);
+  for (size_t i = 0; i < count; ++i, advance(read), advance(prefetched)) {
+    rows[i] = read.row;
+    ahead[i] = prefetched.position < limit ? prefetched.row : read.row;
     if (widen) {
       float* row = widened + i * cache.head_dim;
-      for (size_t dim = dim0; dim < dim1; dim += kLanesF) hn::StoreU(LoadWidened(d, T, at + dim * dtype_size(T)), d, row + dim);
+      for (size_t dim = dim0; dim < dim1; dim += kLanesF) {
+        PrefetchLineAt(ahead[i], dim * dtype_size(T));
+        hn::StoreU(LoadWidened(d, T, rows[i] + dim * dtype_size(T)), d, row + dim);
+      }
       rows[i] = reinterpret_cast<const unsigned char*>(row);
-    }
-    at += row_bytes;
-    if (++slot == cache.block_size && i + 1 < count) {
-      slot = 0;
-      at = base + cache.offset(blocks[++block], kv, 0);
-      prefetch();
     }
   }
   return widen ? DType::F32 : T;
 }
 
 DType Rows(DF d, const ref::KVLayerView& cache, const void* part, const Tile& tile, size_t first, size_t count,
-           size_t dim0, size_t dim1, bool widen, float* widened, const unsigned char** rows) {
+           size_t dim0, size_t dim1, bool widen, float* widened, const unsigned char** rows,
+           const unsigned char** ahead) {
   const auto* blocks = tile.blocks;
   switch (cache.dtype) {
     case DType::BF16:
-      return RowsOf<DType::BF16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened, rows);
+      return RowsOf<DType::BF16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened,
+                                 rows, ahead);
     case DType::F16:
-      return RowsOf<DType::F16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened, rows);
+      return RowsOf<DType::F16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened,
+                                rows, ahead);
     default:
-      return RowsOf<DType::F32>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, false, widened, rows);
+      return RowsOf<DType::F32>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, false, widened,
+                                rows, ahead);
   }
 }
 
@@ -355,17 +382,21 @@ HWY_INLINE void WithRowType(DType type, const Visit& visit) {
 // Scores of row-heads rh[0 .. n) (n <= NR) for keys k0 .. k1 - 1, of the key block whose rows
 // start at position b0.
 template <DType T, size_t NR>
-void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* key_rows, size_t b0, size_t k0,
-                size_t k1, size_t base, size_t head_dim, VF scale) {
+void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* key_rows,
+                const unsigned char* const* ahead_rows, size_t b0, size_t k0, size_t k1, size_t base, size_t head_dim,
+                VF scale) {
   constexpr size_t NK = kLanesF / NR;
   const float* q[NR];
   for (size_t r = 0; r < NR; ++r) q[r] = rh[std::min(r, n - 1)].q;
   for (size_t j = k0; j < k1; j += NK) {
     const size_t count = std::min(NK, k1 - j);
-    const unsigned char* keys[NK];
-    for (size_t k = 0; k < NK; ++k) keys[k] = key_rows[std::min(j + k, k1 - 1) - b0];
+    const unsigned char *keys[NK], *ahead[NK];
+    for (size_t k = 0; k < NK; ++k) {
+      keys[k] = key_rows[std::min(j + k, k1 - 1) - b0];
+      ahead[k] = ahead_rows[std::min(j + k, k1 - 1) - b0];
+    }
     HWY_ALIGN float lanes[kLanesF];
-    hn::Store(ScoreTile<T, NR, NK>(d, q, keys, head_dim, scale), d, lanes);
+    hn::Store(ScoreTile<T, NR, NK>(d, q, keys, ahead, head_dim, scale), d, lanes);
     for (size_t r = 0; r < n; ++r) {
       float* to = rh[r].probs + (j - base);
       if (count == NK) std::memcpy(to, lanes + r * NK, NK * sizeof(float));
@@ -379,15 +410,15 @@ void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* k
 void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scale, size_t k0, size_t k1,
                float* widened) {
   const VF scale_v = hn::Set(d, scale);
-  const unsigned char* rows[kKeyBlock];
+  const unsigned char *rows[kKeyBlock], *ahead[kKeyBlock];
   const size_t count = tile.heads.size();
   for (size_t b0 = k0; b0 < k1; b0 += kKeyBlock) {
     const size_t b1 = std::min(k1, b0 + kKeyBlock);
-    const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, false, widened, rows);
+    const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, false, widened, rows, ahead);
     WithRowType(type, [&](auto row_type) {
       constexpr DType T = decltype(row_type)::value;
       if (WidenFor(tile)) {
-        TransposeKeys<T>(d, rows, b1 - b0, cache.head_dim, widened);
+        TransposeKeys<T>(d, rows, ahead, b1 - b0, cache.head_dim, widened);
         for (size_t i = 0; i < count; i += 4) {
           const size_t n = std::min<size_t>(4, count - i);
           const RowHead* rh = &tile.heads[i];
@@ -402,9 +433,9 @@ void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scal
         // Rows ascend, so the first row-head sees from the lowest position, the last to the highest.
         const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
         if (lo < hi) {
-          if (nr == 4) ScoreRange<T, 4>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
-          else if (nr == 2) ScoreRange<T, 2>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
-          else ScoreRange<T, 1>(d, rh, n, rows, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+          if (nr == 4) ScoreRange<T, 4>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+          else if (nr == 2) ScoreRange<T, 2>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, cache.head_dim, scale_v);
+          else ScoreRange<T, 1>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, cache.head_dim, scale_v);
         }
         i += n;
       }
@@ -457,10 +488,12 @@ void SoftmaxRowHead(DF d, const Tile& tile, const RowHead& rh) {
 
 // out[r][dim0 ..] += the fma chain of probs[r][j] * v_j over keys j = j0 .. j1 - 1 (of the key
 // block whose rows start at b0), in increasing j, continuing the chains stored in out. With
-// kMasked, a row-head skips the keys it does not see.
-template <DType T, size_t NR, size_t NV, bool kMasked>
-HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* const* value_rows, size_t b0, size_t j0,
-                          size_t j1, size_t base, size_t dim0) {
+// kMasked, a row-head skips the keys it does not see; with kAhead, it prefetches the rows ahead
+// (RowsOf), as rows read where they lie need (widened ones were prefetched as they were widened).
+template <DType T, size_t NR, size_t NV, bool kMasked, bool kAhead>
+HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* const* value_rows,
+                          const unsigned char* const* ahead_rows, size_t b0, size_t j0, size_t j1, size_t base,
+                          size_t dim0) {
   VF acc[NR][NV];
   for (size_t r = 0; r < NR; ++r)
     for (size_t v = 0; v < NV; ++v) acc[r][v] = hn::LoadU(d, rh[r]->out + dim0 + v * kLanesF);
@@ -473,6 +506,7 @@ HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* c
       p[r] = hn::Set(d, rh[r]->probs[j - base]);
     }
     for (size_t v = 0; v < NV; ++v) {
+      if constexpr (kAhead) PrefetchLineAt(ahead_rows[j - b0], (dim0 + v * kLanesF) * dtype_size(T));
       const VF values = LoadWidened(d, T, vj + v * kLanesF * dtype_size(T));
       for (size_t r = 0; r < NR; ++r)
         if (sees[r]) acc[r][v] = hn::MulAdd(p[r], values, acc[r][v]);
@@ -483,28 +517,33 @@ HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* c
 }
 
 // ValueTile over output vectors v0 .. v1 - 1: NV at a time, then the rest in halves.
-template <DType T, size_t NR, size_t NV, bool kMasked>
-void ValueSlices(DF d, const RowHead* const* rh, const unsigned char* const* value_rows, size_t b0, size_t j0,
-                 size_t j1, size_t base, size_t v0, size_t v1) {
+template <DType T, size_t NR, size_t NV, bool kMasked, bool kAhead>
+void ValueSlices(DF d, const RowHead* const* rh, const unsigned char* const* value_rows,
+                 const unsigned char* const* ahead_rows, size_t b0, size_t j0, size_t j1, size_t base, size_t v0,
+                 size_t v1) {
   if (j0 >= j1) return;
   size_t v = v0;
-  for (; v + NV <= v1; v += NV) ValueTile<T, NR, NV, kMasked>(d, rh, value_rows, b0, j0, j1, base, v * kLanesF);
-  if constexpr (NV > 1) ValueSlices<T, NR, NV / 2, kMasked>(d, rh, value_rows, b0, j0, j1, base, v, v1);
+  for (; v + NV <= v1; v += NV)
+    ValueTile<T, NR, NV, kMasked, kAhead>(d, rh, value_rows, ahead_rows, b0, j0, j1, base, v * kLanesF);
+  if constexpr (NV > 1)
+    ValueSlices<T, NR, NV / 2, kMasked, kAhead>(d, rh, value_rows, ahead_rows, b0, j0, j1, base, v, v1);
 }
 
 // Values of row-heads rh[0 .. n) (n <= NR) for keys lo .. hi - 1: the keys all of them see in
 // one sweep, those at the edges (the causal diagonal, a window's start) with masks.
-template <DType T, size_t NR>
-void ValueRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* value_rows, size_t b0, size_t lo,
-                size_t hi, size_t base, size_t v0, size_t v1) {
+template <DType T, size_t NR, bool kAhead>
+void ValueRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* value_rows,
+                const unsigned char* const* ahead_rows, size_t b0, size_t lo, size_t hi, size_t base, size_t v0,
+                size_t v1) {
   constexpr size_t NV = kAccumulators / NR;
   const RowHead* tile[NR];
   for (size_t r = 0; r < NR; ++r) tile[r] = &rh[std::min(r, n - 1)];
   const size_t all_lo = std::max(lo, rh[n - 1].first), all_hi = std::min(hi, rh[0].end);
-  if (all_lo >= all_hi) return ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, lo, hi, base, v0, v1);
-  ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, lo, all_lo, base, v0, v1);
-  ValueSlices<T, NR, NV, false>(d, tile, value_rows, b0, all_lo, all_hi, base, v0, v1);
-  ValueSlices<T, NR, NV, true>(d, tile, value_rows, b0, all_hi, hi, base, v0, v1);
+  if (all_lo >= all_hi)
+    return ValueSlices<T, NR, NV, true, kAhead>(d, tile, value_rows, ahead_rows, b0, lo, hi, base, v0, v1);
+  ValueSlices<T, NR, NV, true, kAhead>(d, tile, value_rows, ahead_rows, b0, lo, all_lo, base, v0, v1);
+  ValueSlices<T, NR, NV, false, kAhead>(d, tile, value_rows, ahead_rows, b0, all_lo, all_hi, base, v0, v1);
+  ValueSlices<T, NR, NV, true, kAhead>(d, tile, value_rows, ahead_rows, b0, all_hi, hi, base, v0, v1);
 }
 
 // Output vectors v0 .. v1 - 1 of every row-head of the tile set to +0, where their chains start.
@@ -513,30 +552,40 @@ void StartOutputs(DF d, const Tile& tile, size_t v0, size_t v1) {
     for (size_t v = v0; v < v1; ++v) hn::StoreU(hn::Zero(d), d, rh.out + v * kLanesF);
 }
 
+// WeightValues over one block of values, positions b0 .. b1 - 1, as RowsOf gave their rows.
+template <DType T, bool kAhead>
+void WeighBlock(DF d, const Tile& tile, const unsigned char* const* rows, const unsigned char* const* ahead, size_t b0,
+                size_t b1, size_t v0, size_t v1) {
+  const size_t count = tile.heads.size();
+  for (size_t i = 0; i < count;) {
+    const size_t nr = SubTile(count - i), n = std::min(nr, count - i);
+    const RowHead* rh = &tile.heads[i];
+    const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
+    if (lo < hi) {
+      if (nr == 4) ValueRange<T, 4, kAhead>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, v0, v1);
+      else if (nr == 2) ValueRange<T, 2, kAhead>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, v0, v1);
+      else ValueRange<T, 1, kAhead>(d, rh, n, rows, ahead, b0, lo, hi, tile.base, v0, v1);
+    }
+    i += n;
+  }
+}
+
 // The tile's outputs, vectors v0 .. v1 - 1 of every row-head: their chains continued over the
 // keys k0 .. k1 - 1 (all of them before k1 already done).
 void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t k0, size_t k1, size_t v0, size_t v1,
                   float* widened) {
-  const unsigned char* rows[kValueBlock];
-  const size_t count = tile.heads.size();
+  const unsigned char *rows[kValueBlock], *ahead[kValueBlock];
   for (size_t b0 = k0; b0 < k1; b0 += kValueBlock) {
     const size_t b1 = std::min(k1, b0 + kValueBlock);
-    const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, WidenFor(tile), widened,
-                            rows);
-    WithRowType(type, [&](auto row_type) {
-      constexpr DType T = decltype(row_type)::value;
-      for (size_t i = 0; i < count;) {
-        const size_t nr = SubTile(count - i), n = std::min(nr, count - i);
-        const RowHead* rh = &tile.heads[i];
-        const size_t lo = std::max(b0, rh[0].first), hi = std::min(b1, rh[n - 1].end);
-        if (lo < hi) {
-          if (nr == 4) ValueRange<T, 4>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
-          else if (nr == 2) ValueRange<T, 2>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
-          else ValueRange<T, 1>(d, rh, n, rows, b0, lo, hi, tile.base, v0, v1);
-        }
-        i += n;
-      }
-    });
+    const bool widen = WidenFor(tile);
+    const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, widen, widened, rows,
+                            ahead);
+    // Widened rows are f32, and were prefetched as they were widened.
+    if (widen) WeighBlock<DType::F32, false>(d, tile, rows, ahead, b0, b1, v0, v1);
+    else
+      WithRowType(type, [&](auto row_type) {
+        WeighBlock<decltype(row_type)::value, true>(d, tile, rows, ahead, b0, b1, v0, v1);
+      });
   }
 }
 

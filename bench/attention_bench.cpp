@@ -42,7 +42,8 @@ struct Layer {
   ref::KVLayerView view;
 
   Layer(DType dtype, size_t positions, std::minstd_rand& rng) {
-    const size_t count = (positions + kBlock - 1) / kBlock;
+    // At least one block: Highway's allocator refuses zero bytes (--prompt 0, --depth 0).
+    const size_t count = std::max<size_t>(1, (positions + kBlock - 1) / kBlock);
     view = {dtype, kKvHeads, kHeadDim, kBlock, nullptr, nullptr};
     k = hwy::AllocateAligned<unsigned char>(count * view.block_bytes());
     v = hwy::AllocateAligned<unsigned char>(count * view.block_bytes());
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
       }
       return prefill_flops / (cpu_seconds() - start) * threads / 1e9;
     }, peak, "f32 fma peak");
-    report("decode", "GB/s", reps, [&] {
+    if (depth > 0)
+      report("decode", "GB/s", reps, [&] {
       const double start = cpu_seconds();
       for (const Layer& layer : decode_layers) {
         const ref::AttentionRow row{layer.blocks.data(), depth - 1};

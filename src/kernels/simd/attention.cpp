@@ -321,29 +321,22 @@ DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32
              const unsigned char** rows, const unsigned char** ahead) {
   const auto* base = static_cast<const unsigned char*>(part);
   const size_t row_bytes = cache.head_dim * dtype_size(T);
-  // A walk over the rows position by position, which stops at the limit (no block there).
-  struct Walk {
-    size_t position, slot;
-    const unsigned char* row;
+  // out[i] = the row of position + i (i < n), a run of side by side rows per cache block.
+  const auto find = [&](size_t position, size_t n, const unsigned char** out) {
+    for (size_t i = 0; i < n;) {
+      const size_t at = position + i, slot = at % cache.block_size, run = std::min(n - i, cache.block_size - slot);
+      const unsigned char* row = base + cache.offset(blocks[at / cache.block_size], kv, slot);
+      for (size_t s = 0; s < run; ++s) out[i + s] = row + s * row_bytes;
+      i += run;
+    }
   };
-  const auto row_at = [&](size_t position, size_t slot) {
-    return base + cache.offset(blocks[position / cache.block_size], kv, slot);
-  };
-  const auto start = [&](size_t position) {
-    const size_t slot = position % cache.block_size;
-    return Walk{position, slot, position < limit ? row_at(position, slot) : nullptr};
-  };
-  const auto advance = [&](Walk& walk) {
-    if (++walk.position >= limit) return;
-    if (++walk.slot < cache.block_size) return void(walk.row += row_bytes);
-    walk.slot = 0;
-    walk.row = row_at(walk.position, 0);
-  };
-  Walk read = start(first), prefetched = start(first + kPrefetchRows);
-  for (size_t i = 0; i < count; ++i, advance(read), advance(prefetched)) {
-    rows[i] = read.row;
-    ahead[i] = prefetched.position < limit ? prefetched.row : read.row;
-    if (widen) {
+  find(first, count, rows);
+  const size_t ahead_first = first + kPrefetchRows;
+  const size_t ahead_count = ahead_first < limit ? std::min(count, limit - ahead_first) : 0;
+  find(ahead_first, ahead_count, ahead);
+  std::copy(rows + ahead_count, rows + count, ahead + ahead_count);
+  if (widen)
+    for (size_t i = 0; i < count; ++i) {
       float* row = widened + i * cache.head_dim;
       for (size_t dim = dim0; dim < dim1; dim += kLanesF) {
         PrefetchLineAt(ahead[i], dim * dtype_size(T));
@@ -351,7 +344,6 @@ DType RowsOf(DF d, const ref::KVLayerView& cache, const void* part, const uint32
       }
       rows[i] = reinterpret_cast<const unsigned char*>(row);
     }
-  }
   return widen ? DType::F32 : T;
 }
 

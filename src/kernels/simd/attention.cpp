@@ -500,8 +500,11 @@ HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* c
       sees[r] = !kMasked || (rh[r]->first <= j && j < rh[r]->end);
       p[r] = hn::Set(d, rh[r]->probs[j - base]);
     }
+    // The lines of the same dimensions of the row ahead: a count known when compiling, no branches.
+    if constexpr (kAhead)
+      for (size_t line = 0; line < (NV * kLanesF * dtype_size(T) + 63) / 64; ++line)
+        __builtin_prefetch(ahead_rows[j - b0] + dim0 * dtype_size(T) + line * 64, 0, 2);
     for (size_t v = 0; v < NV; ++v) {
-      if constexpr (kAhead) PrefetchLineAt(ahead_rows[j - b0], (dim0 + v * kLanesF) * dtype_size(T));
       const VF values = LoadWidened(d, T, vj + v * kLanesF * dtype_size(T));
       for (size_t r = 0; r < NR; ++r)
         if (sees[r]) acc[r][v] = hn::MulAdd(p[r], values, acc[r][v]);

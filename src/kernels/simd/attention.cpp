@@ -359,7 +359,7 @@ DType Rows(DF d, const ref::KVLayerView& cache, const void* part, const Tile& ti
       return RowsOf<DType::F16>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened,
                                 rows, ahead);
     default:
-      return RowsOf<DType::F32>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, false, widened,
+      return RowsOf<DType::F32>(d, cache, part, blocks, tile.kv, first, count, tile.end, dim0, dim1, widen, widened,
                                 rows, ahead);
   }
 }
@@ -387,8 +387,9 @@ void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* k
     const size_t count = std::min(NK, k1 - j);
     const unsigned char *keys[NK], *ahead[NK];
     for (size_t k = 0; k < NK; ++k) {
-      keys[k] = key_rows[std::min(j + k, k1 - 1) - b0];
-      ahead[k] = ahead_rows[std::min(j + k, k1 - 1) - b0];
+      const size_t row = std::min(j + k, k1 - 1) - b0;
+      keys[k] = key_rows[row];
+      ahead[k] = ahead_rows[row];
     }
     HWY_ALIGN float lanes[kLanesF];
     hn::Store(ScoreTile<T, NR, NK>(d, q, keys, ahead, head_dim, scale), d, lanes);
@@ -575,7 +576,8 @@ void WeightValues(DF d, const Tile& tile, const ref::KVLayerView& cache, size_t 
   const unsigned char *rows[kValueBlock], *ahead[kValueBlock];
   for (size_t b0 = k0; b0 < k1; b0 += kValueBlock) {
     const size_t b1 = std::min(k1, b0 + kValueBlock);
-    const bool widen = WidenFor(tile);
+    // f32 rows are read where they lie: widening them would only copy them.
+    const bool widen = WidenFor(tile) && cache.dtype != DType::F32;
     const DType type = Rows(d, cache, cache.v, tile, b0, b1 - b0, v0 * kLanesF, v1 * kLanesF, widen, widened, rows,
                             ahead);
     // Widened rows are f32, and were prefetched as they were widened.

@@ -1,5 +1,5 @@
-// The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128,
-// blocks of 16 positions), on every SIMD target with fma this CPU supports (the others run the
+// The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128 or
+// --head-dim, blocks of 16 positions or --block), on every SIMD target with fma this CPU supports (the others run the
 // reference):
 //  - prefill: a prompt of --prompt positions in chunks of --chunk rows, as `ditto bench` runs
 //    it, for one layer: GFLOP/s of its multiply-adds (q.k and p*v, two flops each) against the
@@ -11,7 +11,7 @@
 // with several threads, spinning workers count too. A program to run by hand, not a test.
 //
 //   build/bench/attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096]
-//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2]
+//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2] [--head-dim 128]
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -29,8 +29,8 @@ namespace {
 
 using namespace ditto;
 
-constexpr size_t kHeads = 16, kKvHeads = 8, kHeadDim = 128;
-size_t kBlock = 16;
+constexpr size_t kHeads = 16, kKvHeads = 8;
+size_t kBlock = 16, kHeadDim = 128;  // --block, --head-dim
 
 // One layer's paged cache of `positions` random keys and values, blocks in order, aligned as the
 // engine's KV pool is (to a page; here to cache lines, which is what the rows see). In a
@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     else if (flag == "--depth") depth = value;
     else if (flag == "--layers") layers = value;
     else if (flag == "--block") kBlock = value;
+    else if (flag == "--head-dim") kHeadDim = value;
     else if (flag == "--cache") cache = argv[i + 1];
     else if (flag == "--target") only_target = argv[i + 1];
     else {

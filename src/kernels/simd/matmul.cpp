@@ -110,12 +110,14 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
 // with the scales of their block. Always starts the chains (DirectGroup runs whole rows).
 // Several rows do not prefetch: the dequantising arithmetic bounds them, and prefetching the next
-// group's weights as Int8Tile does made 16-row chunks 1.45x slower. One row with AVX2 waited for
-// its weights instead: it asks for each panel's tile kDecodeAheadTiles ahead, a line per input
-// over a tile's first inputs (SmolLM2 Q4_1 decode on Zen 4 with the AVX2 kernels: one thread
-// +10%, Gemma 3 270M +4%; 1 or 3 tiles ahead gained less; AVX-512 no faster). Kept apart from
-// Tile(): with both loops in one function GCC stored every accumulator to the stack on every input.
-constexpr size_t kDecodeAheadTiles = 2;
+// group's weights as Int8Tile does made 16-row chunks 1.45x slower. One row waited for its
+// weights instead: it asks for each panel's tile kDecodeAheadTiles ahead, into L2, a line per
+// input over a tile's first inputs. Exact decode on Zen 4, two threads, medians of 4 interleaved
+// runs: SmolLM2 Q4_1 104 -> 122 t/s with AVX-512, Gemma 3 270M 65 -> 76 with AVX-512 and 59 -> 68
+// with AVX2. Into L1 AVX-512's decode was 9% slower (AVX2's 5-8% slower than into L2); 2 or 8
+// tiles ahead gained less. Kept apart from Tile(): with both loops in one function GCC stored
+// every accumulator to the stack on every input.
+constexpr size_t kDecodeAheadTiles = 4;
 
 template <size_t R, size_t P, DType kDtype>
 HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
@@ -123,7 +125,7 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
   const DF d;
   constexpr size_t kVectors = P * kVectorsPerPanel;
   constexpr size_t G = quant_group_size(kDtype);
-  constexpr bool kAhead = R == 1 && kLanesF == 8;
+  constexpr bool kAhead = R == 1;
   VF acc[R][kVectors];
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(d);
@@ -140,7 +142,8 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
     for (size_t i = 0; i < G; ++i) {
       if (kAhead && i < sizeof(QuantTile<G>) / 64 && b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
-          hwy::Prefetch(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64);
+          __builtin_prefetch(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64, 0,
+                             2);
       VF w[kVectors];
       for (size_t v = 0; v < kVectors; ++v)
         w[v] = DequantizeLanes(d, kDtype, tile[v]->entries[i] + (v % kVectorsPerPanel) * kLanesF, scale[v],

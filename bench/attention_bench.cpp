@@ -1,6 +1,6 @@
 // The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128 or
-// --head-dim, blocks of 16 positions or --block), on every SIMD target with fma this CPU supports (the others run the
-// reference):
+// --head-dim, blocks of 16 positions or --block), on every SIMD target with fma this CPU supports
+// (the others run the reference):
 //  - prefill: a prompt of --prompt positions in chunks of --chunk rows, as `ditto bench` runs
 //    it, for one layer: GFLOP/s of its multiply-adds (q.k and p*v, two flops each) against the
 //    f32 fma peak measured on the same threads;
@@ -11,7 +11,8 @@
 // with several threads, spinning workers count too. A program to run by hand, not a test.
 //
 //   build/bench/attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096]
-//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2] [--head-dim 128]
+//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2]
+//                               [--head-dim 128] [--block 16]
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -103,6 +104,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
+  }
+  if (kHeadDim == 0 || kBlock == 0) {
+    std::fprintf(stderr, "--head-dim and --block take a positive number\n");
+    return 2;
   }
   const DType dtype = parse_dtype(cache);
   std::minstd_rand rng(7);

@@ -52,7 +52,10 @@ constexpr size_t kDecodePanels = kLanesF == 16 ? 4 : 2;
 // AVX2 a tile's integer products take several instructions per 32 bytes of weights, and without
 // it the loads waited on memory: tg64 on Zen 4 (AVX2 kernels, medians of 8 interleaved runs)
 // SmolLM2 Q4_1 120 -> 138 t/s, Gemma 3 270M 59 -> 64. With AVX-512's 4-panel tiles it made
-// decode 5-15% slower (AVX3 and AVX3_DL alike), as it did the exact path's on AVX2.
+// decode 5-15% slower (AVX3 and AVX3_DL alike), as it did the exact path's on AVX2. A decode
+// tile asks for them into L2, the chunks' row tiles into L1: Gemma's tg64 with the AVX2 kernels,
+// two threads, medians of 5 interleaved runs 102.3 -> 112.4 t/s (one thread 66.0 -> 73.3),
+// SmolLM2's 238.7 -> 244.2.
 constexpr bool kPrefetchDecode = kLanesF == 8;
 // Where it does not, a decode tile asks for each panel's tile kDecodeAheadTiles ahead, into L2, as
 // the exact decode tiles do: Gemma 3 270M tg64 with the AVX3_DL kernels on Zen 4, medians of
@@ -166,7 +169,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(df);
   for (size_t b = 0; b < blocks; ++b) {
-    PrefetchStep(prefetch, b, blocks);
+    PrefetchStep(prefetch, b, blocks, /*into_l2=*/R == 1);
     const unsigned char* tile[P];
     for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
     if constexpr (R == 1 && !kPrefetchDecode)

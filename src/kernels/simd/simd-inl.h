@@ -91,11 +91,12 @@ struct Prefetch {
   Prefetch share(size_t parts) { return take((lines + parts - 1) / parts); }
 };
 
-// Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its steps.
-HWY_INLINE void PrefetchStep(Prefetch prefetch, size_t step, size_t steps) {
+// Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its
+// steps, into L1, or with `into_l2` into L2.
+HWY_INLINE void PrefetchStep(Prefetch prefetch, size_t step, size_t steps, bool into_l2 = false) {
   const size_t per_step = (prefetch.lines + steps - 1) / steps;
   for (size_t line = step * per_step; line < std::min(prefetch.lines, (step + 1) * per_step); ++line)
-    hwy::Prefetch(prefetch.start + line * 64);
+    into_l2 ? __builtin_prefetch(prefetch.start + line * 64, 0, 2) : hwy::Prefetch(prefetch.start + line * 64);
 }
 
 // Panels first .. first+count-1 of w, those that exist (none past the last).

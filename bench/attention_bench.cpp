@@ -8,11 +8,8 @@
 //    their own, as a decode step reads them): GB/s of keys and values read.
 // Medians of --reps runs (and the range), timed in CPU time as the peaks are
 // (kernels::fma_peak_gflops, read_bandwidth_gbps), so that a busy machine blurs the figures less;
-// with several threads, spinning workers count too. A program to run by hand, not a test.
-//
-//   build/bench/attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096]
-//                               [--layers 28] [--cache f16] [--reps 5] [--target AVX2]
-//                               [--head-dim 128] [--block 16]
+// with several threads, spinning workers count too. A program to run by hand, not a test;
+// `build/bench/attention_bench --help` lists its options (kUsage).
 #include <algorithm>
 #include <ctime>
 #include <cstdio>
@@ -83,33 +80,65 @@ void report(const char* what, const char* unit, int reps, Measure measure, doubl
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096] [--layers 28]\n"
+    "                       [--cache f16|bf16|f32] [--reps 5] [--target AVX2] [--head-dim 128] [--block 16]\n"
+    "--prompt 0 or --depth 0 skips prefill or decode; the other numbers are positive (at most 1000000;\n"
+    "--threads at most 1024)\n";
+
 int main(int argc, char** argv) {
-  int threads = 2, reps = 5;
-  size_t prompt = 4096, chunk = 512, depth = 4096, layers = 28;
+  size_t threads_wanted = 2, reps_wanted = 5, prompt = 4096, chunk = 512, depth = 4096, layers = 28;
   std::string cache = "f16", only_target;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const size_t value = std::strtoul(argv[i + 1], nullptr, 10);
-    if (flag == "--threads") threads = int(value);
-    else if (flag == "--reps") reps = int(value);
-    else if (flag == "--prompt") prompt = value;
-    else if (flag == "--chunk") chunk = value;
-    else if (flag == "--depth") depth = value;
-    else if (flag == "--layers") layers = value;
-    else if (flag == "--block") kBlock = value;
-    else if (flag == "--head-dim") kHeadDim = value;
-    else if (flag == "--cache") cache = argv[i + 1];
-    else if (flag == "--target") only_target = argv[i + 1];
-    else {
-      std::fprintf(stderr, "unknown option %s\n", argv[i]);
-      return 2;
-    }
-  }
-  if (kHeadDim == 0 || kBlock == 0) {
-    std::fprintf(stderr, "--head-dim and --block take a positive number\n");
+  const auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "%s\n%s", why.c_str(), kUsage);
     return 2;
+  };
+  // The numeric options; only --prompt and --depth may be 0 (that test is skipped).
+  const std::pair<const char*, size_t*> numbers[] = {
+      {"--threads", &threads_wanted}, {"--reps", &reps_wanted}, {"--prompt", &prompt},     {"--chunk", &chunk},
+      {"--depth", &depth},          {"--layers", &layers},    {"--head-dim", &kHeadDim}, {"--block", &kBlock}};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (i + 1 == argc) return fail(flag + " needs a value");
+    const std::string text = argv[i + 1];
+    if (flag == "--cache") {
+      cache = text;
+      continue;
+    }
+    if (flag == "--target") {
+      only_target = text;
+      continue;
+    }
+    const auto number = std::find_if(std::begin(numbers), std::end(numbers), [&](const auto& n) { return flag == n.first; });
+    if (number == std::end(numbers)) return fail("unknown option " + flag);
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end != '\0') return fail(flag + " takes a number, not '" + text + "'");
+    if (value == 0 && flag != "--prompt" && flag != "--depth") return fail(flag + " takes a positive number");
+    if (value > 1'000'000) return fail(flag + " takes at most 1000000");
+    *number->second = value;
   }
-  const DType dtype = parse_dtype(cache);
+  if (threads_wanted > 1024) return fail("--threads takes at most 1024");
+  const int threads = int(threads_wanted), reps = int(reps_wanted);
+  DType dtype;
+  try {
+    dtype = parse_dtype(cache);
+  } catch (const std::exception& e) {
+    return fail(std::string("--cache: ") + e.what());
+  }
+  if (!only_target.empty()) {
+    std::string names;
+    bool known = false;
+    for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      names += std::string(" ") + hwy::TargetName(target);
+      known = known || only_target == hwy::TargetName(target);
+    }
+    if (!known) return fail("--target " + only_target + ": this CPU and build run" + names);
+  }
   std::minstd_rand rng(7);
   std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
   const Layer prefill_layer(dtype, prompt, rng);

@@ -459,16 +459,29 @@ void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scal
 }
 
 // ---- Softmax of row-heads' scores in place: exp(s - max) summed in the 16-lane order, then
-// divided by the sum. Each row-head's division runs in the next one's exp pass: the divider
-// works beside the fma ports there, where alone, a pass of its own, it took about a third of
-// the softmax's time (prefill at 4,096 positions on a Xeon, AVX-512).
+// divided by the sum. A row-head's exp pass also divides the row-head before it and finds the
+// maximum of the one after it: the divider works beside the fma ports there, where alone, a pass
+// of its own, the division took about a third of the softmax's time and the maximum another
+// eighth (prefill at 4,096 positions on a Xeon, AVX-512).
 
-// Scores probs[0 .. keys) of one row-head, and the sum of their exps once that is known.
+// Scores probs[0 .. keys) of one row-head; their maximum and the sum of their exps once known.
 struct SoftmaxRow {
-  float* probs;
-  size_t keys;
-  float total = 0.0f;
+  float* probs = nullptr;
+  size_t keys = 0;
+  float max = -INFINITY, total = 0.0f;
 };
+
+// The maximum of row's scores: max_v holds that of those before j, in vectors of kLanesF, which
+// continue from j, then the rest one by one. The maximum is exact in any order; like the
+// reference's it passes over NaN scores (Max returns its second operand when one is NaN) and may
+// differ from it only in the sign of a zero, which no s - max then tells apart.
+HWY_INLINE float MaxFrom(DF d, const SoftmaxRow& row, size_t j, VF max_v) {
+  for (; j + kLanesF <= row.keys; j += kLanesF) max_v = hn::Max(hn::LoadU(d, row.probs + j), max_v);
+  float max = hn::GetLane(hn::MaxOfLanes(d, max_v));
+  for (; j < row.keys; ++j)
+    if (row.probs[j] > max) max = row.probs[j];
+  return max;
+}
 
 // row.probs[j ..] divided by row.total: vectors of kLanesF from j on, then the rest one by one.
 HWY_INLINE void DivideFrom(DF d, const SoftmaxRow& row, size_t j) {
@@ -478,26 +491,17 @@ HWY_INLINE void DivideFrom(DF d, const SoftmaxRow& row, size_t j) {
   for (; j < row.keys; ++j) row.probs[j] = row.probs[j] / row.total;
 }
 
-// row's scores become exp(s - max), and row.total their sum; meanwhile the vectors of `divided`
-// (a row whose total is known, or none) that lie at the same positions are divided.
-// The maximum is exact in any order; like the reference's it passes over NaN scores (Max returns
-// its second operand when one is NaN) and may differ from it only in the sign of a zero, which
-// no s - max then tells apart.
-HWY_INLINE void ExpAndSum(DF d, SoftmaxRow& row, const SoftmaxRow* divided) {
+// row's scores (whose max is known) become exp(s - max), and row.total their sum; meanwhile the
+// vectors of `divided` (a row whose total is known, or none) at the same positions are divided,
+// and the maximum of `next` (or none) is found.
+HWY_INLINE void ExpAndSum(DF d, SoftmaxRow& row, const SoftmaxRow* divided, SoftmaxRow* next) {
   float* probs = row.probs;
-  const size_t keys = row.keys;
-  size_t j = 0;
-  VF max_v = hn::Set(d, -INFINITY);
-  for (; j + kLanesF <= keys; j += kLanesF) max_v = hn::Max(hn::LoadU(d, probs + j), max_v);
-  float max_score = hn::GetLane(hn::MaxOfLanes(d, max_v));
-  for (; j < keys; ++j)
-    if (probs[j] > max_score) max_score = probs[j];
-  max_v = hn::Set(d, max_score);
-  const size_t divide_to = divided ? divided->keys : 0;
-  const VF total_v = hn::Set(d, divided ? divided->total : 1.0f);
+  const size_t keys = row.keys, divide_to = divided ? divided->keys : 0, max_to = next ? next->keys : 0;
+  const VF max_v = hn::Set(d, row.max), total_v = hn::Set(d, divided ? divided->total : 1.0f);
+  VF next_max = hn::Set(d, -INFINITY);
   VF lanes[kLaneVectors];
   for (auto& lane : lanes) lane = hn::Zero(d);
-  j = 0;
+  size_t j = 0;
   for (; j + 16 <= keys; j += 16) {
     for (size_t v = 0; v < kLaneVectors; ++v) {
       const VF x = hn::Sub(hn::LoadU(d, probs + j + v * kLanesF), max_v);
@@ -511,12 +515,16 @@ HWY_INLINE void ExpAndSum(DF d, SoftmaxRow& row, const SoftmaxRow* divided) {
         float* at = divided->probs + j + v * kLanesF;
         hn::StoreU(hn::Div(hn::LoadU(d, at), total_v), d, at);
       }
+    if (j + 16 <= max_to)
+      for (size_t v = 0; v < kLaneVectors; ++v) next_max = hn::Max(hn::LoadU(d, next->probs + j + v * kLanesF), next_max);
   }
-  if (divided) DivideFrom(d, *divided, std::min(j, divide_to / 16 * 16));  // where the loop stopped dividing
+  // Where the loop stopped dividing and taking the maximum, the rest.
+  if (divided) DivideFrom(d, *divided, std::min(j, divide_to / 16 * 16));
+  if (next) next->max = MaxFrom(d, *next, std::min(j, max_to / 16 * 16), next_max);
   HWY_ALIGN float scalar_lanes[16];
   for (size_t v = 0; v < kLaneVectors; ++v) hn::Store(lanes[v], d, scalar_lanes + v * kLanesF);
   for (; j < keys; ++j) {
-    probs[j] = ref::exp_f32(probs[j] - max_score);
+    probs[j] = ref::exp_f32(probs[j] - row.max);
     scalar_lanes[j % 16] = scalar_lanes[j % 16] + probs[j];
   }
   row.total = ref::fold_lanes(scalar_lanes);
@@ -526,12 +534,13 @@ HWY_INLINE void ExpAndSum(DF d, SoftmaxRow& row, const SoftmaxRow* divided) {
 template <class Row>
 HWY_INLINE void Softmaxes(DF d, size_t count, const Row& row) {
   if (count == 0) return;
-  SoftmaxRow previous = row(0);
-  ExpAndSum(d, previous, nullptr);
-  for (size_t i = 1; i < count; ++i) {
-    SoftmaxRow next = row(i);
-    ExpAndSum(d, next, &previous);
-    previous = next;
+  SoftmaxRow previous, current = row(0);
+  current.max = MaxFrom(d, current, 0, hn::Set(d, -INFINITY));
+  for (size_t i = 0; i < count; ++i) {
+    SoftmaxRow next = i + 1 < count ? row(i + 1) : SoftmaxRow{};
+    ExpAndSum(d, current, i > 0 ? &previous : nullptr, i + 1 < count ? &next : nullptr);
+    previous = current;
+    current = next;
   }
   DivideFrom(d, previous, 0);
 }

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   // The numeric options; only --prompt and --depth may be 0 (that test is skipped).
   const std::pair<const char*, size_t*> numbers[] = {
       {"--threads", &threads_wanted}, {"--reps", &reps_wanted}, {"--prompt", &prompt},     {"--chunk", &chunk},
-      {"--depth", &depth},          {"--layers", &layers},    {"--head-dim", &kHeadDim}, {"--block", &kBlock}};
+      {"--depth", &depth},            {"--layers", &layers},    {"--head-dim", &kHeadDim}, {"--block", &kBlock}};
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "-h" || flag == "--help") {
@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
       only_target = text;
       continue;
     }
-    const auto number = std::find_if(std::begin(numbers), std::end(numbers), [&](const auto& n) { return flag == n.first; });
+    const auto number =
+        std::find_if(std::begin(numbers), std::end(numbers), [&](const auto& n) { return flag == n.first; });
     if (number == std::end(numbers)) return fail("unknown option " + flag);
     char* end = nullptr;
     const unsigned long value = std::strtoul(text.c_str(), &end, 10);

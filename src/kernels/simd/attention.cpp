@@ -516,7 +516,8 @@ HWY_INLINE void ExpAndSum(DF d, SoftmaxRow& row, const SoftmaxRow* divided, Soft
         hn::StoreU(hn::Div(hn::LoadU(d, at), total_v), d, at);
       }
     if (j + 16 <= max_to)
-      for (size_t v = 0; v < kLaneVectors; ++v) next_max = hn::Max(hn::LoadU(d, next->probs + j + v * kLanesF), next_max);
+      for (size_t v = 0; v < kLaneVectors; ++v)
+        next_max = hn::Max(hn::LoadU(d, next->probs + j + v * kLanesF), next_max);
   }
   // Where the loop stopped dividing and taking the maximum, the rest.
   if (divided) DivideFrom(d, *divided, std::min(j, divide_to / 16 * 16));
@@ -783,7 +784,8 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
     }
   });
   parallel_for(threads, row_heads.size(), [&](size_t begin, size_t end) {
-    Softmaxes(d, end - begin, [&](size_t i) { return RowOf(*row_heads[begin + i].first, *row_heads[begin + i].second); });
+    Softmaxes(d, end - begin,
+              [&](size_t i) { return RowOf(*row_heads[begin + i].first, *row_heads[begin + i].second); });
   });
   const size_t slice = std::max<size_t>(1, kSplitDims / kLanesF), slices = (vectors + slice - 1) / slice;
   parallel_for(threads, tiles * slices, [&](size_t begin, size_t end) {

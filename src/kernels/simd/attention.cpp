@@ -122,7 +122,7 @@ constexpr size_t kPrefetchRows = 64;
 
 // Asks for the line at `offset` of a row ahead where a line starts there.
 HWY_INLINE void PrefetchLineAt(const unsigned char* ahead, size_t offset) {
-  if (offset % 64 == 0) __builtin_prefetch(ahead + offset, 0, 2);
+  if (offset % 64 == 0) PrefetchIntoL2(ahead + offset);
 }
 
 // The scores (q[r] . key[k]) * scale of NR row-heads and NK keys (NR * NK = kLanesF) as one
@@ -577,7 +577,7 @@ HWY_INLINE void ValueTile(DF d, const RowHead* const* rh, const unsigned char* c
     // The lines of the same dimensions of the row ahead: a count known when compiling, no branches.
     if constexpr (kAhead)
       for (size_t line = 0; line < (NV * kLanesF * dtype_size(T) + 63) / 64; ++line)
-        __builtin_prefetch(ahead_rows[j - b0] + dim0 * dtype_size(T) + line * 64, 0, 2);
+        PrefetchIntoL2(ahead_rows[j - b0] + dim0 * dtype_size(T) + line * 64);
     VF values[NV];
     for (size_t v = 0; v < NV; ++v) values[v] = LoadWidened(d, T, vj + v * kLanesF * dtype_size(T));
     for (size_t r = 0; r < NR; ++r) {

@@ -117,7 +117,6 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 // with AVX2. Into L1 AVX-512's decode was 9% slower (AVX2's 5-8% slower than into L2); 2 or 8
 // tiles ahead gained less. Kept apart from Tile(): with both loops in one function GCC stored
 // every accumulator to the stack on every input.
-constexpr size_t kDecodeAheadTiles = 4;
 
 template <size_t R, size_t P, DType kDtype>
 HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
@@ -142,8 +141,7 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
     for (size_t i = 0; i < G; ++i) {
       if (kAhead && i < sizeof(QuantTile<G>) / 64 && b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
-          __builtin_prefetch(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64, 0,
-                             2);
+          PrefetchIntoL2(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64);
       VF w[kVectors];
       for (size_t v = 0; v < kVectors; ++v)
         w[v] = DequantizeLanes(d, kDtype, tile[v]->entries[i] + (v % kVectorsPerPanel) * kLanesF, scale[v],

@@ -56,12 +56,11 @@ constexpr size_t kDecodePanels = kLanesF == 16 ? 4 : 2;
 // tile asks for them into L2, the chunks' row tiles into L1: Gemma's tg64 with the AVX2 kernels,
 // two threads, medians of 5 interleaved runs 102.3 -> 112.4 t/s (one thread 66.0 -> 73.3),
 // SmolLM2's 238.7 -> 244.2.
-constexpr bool kPrefetchDecode = kLanesF == 8;
 // Where it does not, a decode tile asks for each panel's tile kDecodeAheadTiles ahead, into L2, as
 // the exact decode tiles do: Gemma 3 270M tg64 with the AVX3_DL kernels on Zen 4, medians of
 // interleaved runs, one thread 53 -> 59-63 t/s, two threads 86-90 -> 95 (two tiles ahead alike,
 // eight less; SmolLM2 unchanged).
-constexpr size_t kDecodeAheadTiles = 4;
+constexpr bool kPrefetchDecode = kLanesF == 8;
 
 // The integer products. MulPairs: u[2i] * s[2i] + u[2i+1] * s[2i+1] of unsigned bytes u and
 // signed bytes s in 16 bits (pmaddubsw: exact while the sum stays below 2^15); SumPairs: the
@@ -176,7 +175,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
       if (b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
           for (size_t line = 0; line < kTileBytes; line += 64)
-            __builtin_prefetch(tile[p] + kDecodeAheadTiles * kTileBytes + line, 0, 2);
+            PrefetchIntoL2(tile[p] + kDecodeAheadTiles * kTileBytes + line);
     // Unrolled with AVX-512, so that the high bits' shifts (HighBits) are by constants: GCC 12
     // left the quad loop rolled, shifting by a register and branching on the direction (Gemma 3
     // 270M tg64 with the AVX3_DL kernels 5% faster unrolled; with AVX2's 16 registers 3% slower).

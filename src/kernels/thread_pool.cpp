@@ -27,41 +27,50 @@ inline void cpu_relax() {
 // One run: the chunks are dealt out in one contiguous range per thread (a slot), which each
 // thread claims from the front, chunk after chunk, so that what it reads next follows what it
 // read last (prefetched ahead, or found by the hardware's prefetcher); a thread whose range is
-// done claims from the others' in turn, so a thread the OS set aside delays nobody. `done`
-// counts finished chunks. A worker that arrives late holds the job alive through its
-// shared_ptr, finds no chunk left and leaves.
+// done claims from the others' in turn, so a thread the OS set aside delays nobody. Each thread
+// adds the chunks it finished to `done` once, as it leaves: a counter shared per chunk moved its
+// cache line between the cores at every chunk. A worker joins a run as one of its `users`, which
+// the caller waits out before rewriting the job for the next run.
 struct ThreadPool::Job {
   struct alignas(64) Slot {
     std::atomic<size_t> next;
     size_t end;
   };
-  const std::function<void(size_t, size_t)>* body;
-  size_t count, chunk, chunks;
-  std::vector<Slot> slots;
-  std::atomic<size_t> arrivals{0};
-  std::atomic<size_t> done{0};
+  const std::function<void(size_t, size_t)>* body = nullptr;
+  size_t count = 0, chunk = 0, chunks = 0, active = 0;
+  std::unique_ptr<Slot[]> slots;
+  size_t capacity = 0;
+  alignas(64) std::atomic<size_t> users{0};
+  alignas(64) std::atomic<size_t> done{0};
 
-  Job(const std::function<void(size_t, size_t)>& run, size_t count_, size_t active)
-      : body(&run), count(count_), chunk(std::max<size_t>(1, count_ / (active * kChunksPerThread))),
-        chunks((count_ + chunk - 1) / chunk), slots(active) {
+  void prepare(const std::function<void(size_t, size_t)>& run, size_t count_, size_t active_) {
+    body = &run;
+    count = count_;
+    active = active_;
+    chunk = std::max<size_t>(1, count / (active * kChunksPerThread));
+    chunks = (count + chunk - 1) / chunk;
+    if (capacity < active) {
+      slots = std::make_unique<Slot[]>(active);
+      capacity = active;
+    }
     for (size_t s = 0; s < active; ++s) {
       slots[s].next.store(s * chunks / active, std::memory_order_relaxed);
       slots[s].end = (s + 1) * chunks / active;
     }
+    done.store(0, std::memory_order_relaxed);
   }
 
-  // Returns true if this call finished the last chunk.
-  bool claim_and_run() {
-    bool finished_last = false;
-    const size_t first = arrivals.fetch_add(1);
-    for (size_t k = 0; k < slots.size(); ++k) {
-      Slot& slot = slots[(first + k) % slots.size()];
+  // Claims and runs chunks, from slot `first` on. Returns true if this call finished the last.
+  bool claim_and_run(size_t first) {
+    size_t finished = 0;
+    for (size_t k = 0; k < active; ++k) {
+      Slot& slot = slots[(first + k) % active];
       for (size_t i = slot.next.fetch_add(1); i < slot.end; i = slot.next.fetch_add(1)) {
         (*body)(i * chunk, std::min(count, (i + 1) * chunk));
-        finished_last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
+        ++finished;
       }
     }
-    return finished_last;
+    return finished != 0 && done.fetch_add(finished) + finished == chunks;
   }
 };
 
@@ -70,16 +79,20 @@ ThreadPool& ThreadPool::shared() {
   return pool;
 }
 
+ThreadPool::ThreadPool() : job_(std::make_unique<Job>()) {}
+
 ThreadPool::~ThreadPool() {
   stopping_.store(true);
-  generation_.fetch_add(1, std::memory_order_release);
   wake(workers_wake_);
   for (auto& worker : workers_) worker.join();
 }
 
-// Sleeping goes through a mutex and condition variables: a waker takes the mutex after
-// changing the value, so a sleeper either sees the change or gets the signal.
+// A sleeper counts itself in sleepers_ before it checks its condition a last time, and a waker
+// reads sleepers_ after changing the value the sleepers wait for (both sequentially consistent),
+// so either the sleeper sees the change or the waker sees the sleeper; then the waker takes the
+// sleepers' mutex, which the sleeper holds until it waits, so the signal cannot come between.
 void ThreadPool::wake(std::condition_variable& sleepers) {
+  if (sleepers_.load() == 0) return;
   { std::lock_guard<std::mutex> lock(sleep_mutex_); }
   sleepers.notify_all();
 }
@@ -91,24 +104,30 @@ void ThreadPool::wait_until(std::condition_variable& sleepers, Ready ready) {
     cpu_relax();
   }
   std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers_.fetch_add(1);
   sleepers.wait(lock, ready);
+  sleepers_.fetch_sub(1);
 }
 
-void ThreadPool::work() {
+// Worker `index` starts on slot index + 1 (the caller's is 0) and joins the runs of at least
+// index + 2 threads. A worker late for a run may find a later one published, or the job being
+// rewritten (an odd generation): it joins a run only after counting itself among the job's
+// users, with the generation unchanged since it read it.
+void ThreadPool::work(size_t index) {
   uint64_t seen = 0;
   while (true) {
-    // A worker that arrives late for a run may read the generation of a later run, or of
-    // the stop, as `seen`: so the stop is part of the condition, not only a new generation.
-    wait_until(workers_wake_,
-               [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; });
+    uint64_t generation = 0;
+    wait_until(workers_wake_, [&] {
+      generation = generation_.load();
+      return stopping_.load() || (generation % 2 == 0 && generation != seen);
+    });
     if (stopping_.load()) return;
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard<std::mutex> lock(job_mutex_);
-      job = job_;
-      seen = generation_.load(std::memory_order_acquire);
-    }
-    if (job && job->claim_and_run()) wake(caller_wake_);
+    seen = generation;
+    Job& job = *job_;
+    job.users.fetch_add(1);
+    if (generation_.load() == generation && index + 1 < job.active && job.claim_and_run(index + 1))
+      wake(caller_wake_);
+    job.users.fetch_sub(1);
   }
 }
 
@@ -117,18 +136,15 @@ void ThreadPool::run(int threads, size_t count, const std::function<void(size_t,
   const size_t active = std::min<size_t>(size_t(std::max(threads, 1)), count);
   if (active == 1) return body(0, count);
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  auto job = std::make_shared<Job>(body, count, active);
-  {
-    std::lock_guard<std::mutex> lock(job_mutex_);
-    while (workers_.size() + 1 < active) workers_.emplace_back([this] { work(); });
-    job_ = job;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
+  while (workers_.size() + 1 < active) workers_.emplace_back([this, index = workers_.size()] { work(index); });
+  Job& job = *job_;
+  generation_.fetch_add(1);  // odd: rewriting
+  // Workers still leaving the last run (a moment, unless the OS set one aside meanwhile).
+  for (int i = 0; job.users.load() != 0; ++i) i < kSpinIterations ? cpu_relax() : std::this_thread::yield();
+  job.prepare(body, count, active);
+  generation_.fetch_add(1);  // even: published
   wake(workers_wake_);
-  job->claim_and_run();
-  wait_until(caller_wake_, [&] { return job->done.load(std::memory_order_acquire) == job->chunks; });
-  std::lock_guard<std::mutex> lock(job_mutex_);
-  job_.reset();
+  if (!job.claim_and_run(0)) wait_until(caller_wake_, [&] { return job.done.load() == job.chunks; });
 }
 
 }  // namespace ditto

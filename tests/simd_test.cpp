@@ -318,10 +318,10 @@ TEST(Simd, AttentionMatchesReference) {
 
 // The tiled kernel on the shapes it cuts work by: tiles of 128 row-heads (so 128 rows for one head
 // per kv head, 16 for MQA's eight), register tiles of 4 row-heads (and of 6 for AVX2's values),
-// blocks of 32 and 64 keys, chunks of 256 keys when tiles are fewer than twice the threads
-// (decode), none of them dividing the shapes here; head sizes 64, 128, 256; GQA groups of 1, 2,
-// 7 and MQA; windows; rows of two sequences interleaved (each a run of its own) or one after the
-// other.
+// blocks of 32 and 64 keys, chunks of 256 keys when tiles are fewer than twice the threads and
+// one sees more than 256 keys (decode at depth), none of them dividing the shapes here; head
+// sizes 64, 128, 256; GQA groups of 1, 2, 7 and MQA; windows; rows of two sequences interleaved
+// (each a run of its own) or one after the other.
 TEST(Simd, AttentionTilesAndSplitsMatchReference) {
   struct Shape {
     size_t heads, kv_heads, head_dim, first_pos, rows;

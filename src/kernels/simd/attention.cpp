@@ -44,7 +44,8 @@ constexpr size_t kBlockRows = std::max(kKeyBlock, kValueBlock);
 // outputs' chains every 16 keys (decode on Zen 4, one thread: at depth 1,024, in cache, 17-22
 // GB/s against 20-26 in steps of 64; at depth 4,096 from memory 5% slower).
 constexpr size_t kDecodeSpan = 2;
-// When tiles are too few for the threads (decode), scores split by keys and values by dimensions.
+// When tiles are too few for the threads and long (decode at depth), scores split by keys and
+// values by dimensions.
 constexpr size_t kSplitKeys = 256;
 constexpr size_t kSplitDims = 32;
 
@@ -720,8 +721,14 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
       }
   };
   const size_t tiles = runs.size() * kv_heads;
+  // The most keys a tile sees: up to kSplitKeys, the split below would not divide any tile's
+  // scores, and its three hand-offs to the threads cost more than the little work they share
+  // (SmolLM2's decode at depth 0 to 128 spent about 15 microseconds a layer in them, 2 threads).
+  size_t widest = 0;
+  for (const auto& [row, count] : runs)
+    widest = std::max(widest, rows[row + count - 1].position + 1 - params.first_key(rows[row].position));
 
-  if (threads == 1 || tiles >= 2 * size_t(threads)) {
+  if (threads == 1 || tiles >= 2 * size_t(threads) || widest <= kSplitKeys) {
     // Enough tiles: each is one job, computed from its keys to its outputs — but tiles of one
     // register tile (decode) read their keys and values in place, at the speed of memory, so
     // there a job takes kDecodeSpan kv heads of a run and sweeps them side by side.
@@ -763,8 +770,8 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
     return;
   }
 
-  // Few tiles (decode): the same steps, each split over the threads by independent outputs —
-  // scores by blocks of keys, softmax by row-head, values by slices of dimensions.
+  // Few tiles, long (decode at depth): the same steps, each split over the threads by independent
+  // outputs — scores by blocks of keys, softmax by row-head, values by slices of dimensions.
   std::vector<Tile> all;
   for (size_t i = 0; i < tiles; ++i) all.push_back(make_tile(i));
   std::vector<float> probs;

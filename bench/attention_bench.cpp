@@ -1,5 +1,6 @@
-// The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128 or
-// --head-dim, blocks of 16 positions or --block), on every SIMD target with fma this CPU supports
+// The attention kernel alone, on Qwen3-0.6B's shapes (16 query heads, 8 kv heads, head_dim 128, blocks
+// of 16 positions; or --heads, --kv-heads, --head-dim, --block: Gemma 3 270M's are 4, 1, 256), on
+// every SIMD target with fma this CPU supports
 // (the others run the reference):
 //  - prefill: a prompt of --prompt positions in chunks of --chunk rows, as `ditto bench` runs
 //    it, for one layer: GFLOP/s of its multiply-adds (q.k and p*v, two flops each) against the
@@ -27,8 +28,7 @@ namespace {
 
 using namespace ditto;
 
-constexpr size_t kHeads = 16, kKvHeads = 8;
-size_t kBlock = 16, kHeadDim = 128;  // --block, --head-dim
+size_t kHeads = 16, kKvHeads = 8, kBlock = 16, kHeadDim = 128;  // --heads, --kv-heads, --block, --head-dim
 
 // One layer's paged cache of `positions` random keys and values, blocks in order, aligned as the
 // engine's KV pool is (to a page; here to cache lines, which is what the rows see). In a
@@ -82,7 +82,8 @@ void report(const char* what, const char* unit, int reps, Measure measure, doubl
 
 constexpr const char* kUsage =
     "usage: attention_bench [--threads 2] [--prompt 4096] [--chunk 512] [--depth 4096] [--layers 28]\n"
-    "                       [--cache f16|bf16|f32] [--reps 5] [--target AVX2] [--head-dim 128] [--block 16]\n"
+    "                       [--cache f16|bf16|f32] [--reps 5] [--target AVX2] [--heads 16] [--kv-heads 8]\n"
+    "                       [--head-dim 128] [--block 16]\n"
     "--prompt 0 or --depth 0 skips prefill or decode; the other numbers are positive (at most 1000000;\n"
     "--threads at most 1024)\n";
 
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
   // The numeric options; only --prompt and --depth may be 0 (that test is skipped).
   const std::pair<const char*, size_t*> numbers[] = {
       {"--threads", &threads_wanted}, {"--reps", &reps_wanted}, {"--prompt", &prompt},     {"--chunk", &chunk},
-      {"--depth", &depth},            {"--layers", &layers},    {"--head-dim", &kHeadDim}, {"--block", &kBlock}};
+      {"--depth", &depth},            {"--layers", &layers},    {"--head-dim", &kHeadDim}, {"--block", &kBlock},
+      {"--heads", &kHeads},           {"--kv-heads", &kKvHeads}};
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "-h" || flag == "--help") {
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
     *number->second = value;
   }
   if (threads_wanted > 1024) return fail("--threads takes at most 1024");
+  if (kHeads % kKvHeads != 0) return fail("--heads must be a multiple of --kv-heads");
   const int threads = int(threads_wanted), reps = int(reps_wanted);
   DType dtype;
   try {

@@ -185,6 +185,47 @@ TEST(Simd, RopeMatchesReference) {
   }
 }
 
+// The KV cache's rounding of a position's keys and values: every dtype, head sizes with tails
+// (1, 7, 131) and without, one kv head or three, from random bit patterns (NaNs with payloads,
+// infinities, subnormals of f32 and of f16) and the values each rounding treats apart: f16's
+// largest finite value, the halfway points below and above it, its smallest subnormal and half
+// of it (a tie to even: zero), bf16 ties either way and its rounding to infinity. Only the slot
+// written changes; the bytes around it keep their filler.
+TEST(Simd, KvWriteMatchesReference) {
+  const std::vector<uint32_t> specials{0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
+                                       0xffbfffffu, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x33800000u, 0x33000000u,
+                                       0x33000001u, 0x00000001u, 0x807fffffu, 0x3f808000u, 0x3f818000u, 0x7f7fffffu,
+                                       0x387fc000u, 0xb8800000u};
+  testing::SplitMix64 rng(59);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    for (size_t kv_heads : {1, 3})
+      for (size_t head_dim : {1, 7, 16, 24, 48, 128, 131}) {
+        const size_t width = kv_heads * head_dim;
+        std::vector<float> keys(width), values(width);
+        for (size_t i = 0; i < width; ++i) {
+          const uint32_t key_bits = i < specials.size() ? specials[i] : uint32_t(rng.next());
+          const uint32_t value_bits = i < specials.size() ? specials[specials.size() - 1 - i] : uint32_t(rng.next());
+          keys[i] = f32_from_bits(key_bits);
+          values[i] = f32_from_bits(value_bits);
+        }
+        ref::KVLayerView view{dtype, kv_heads, head_dim, 5, nullptr, nullptr};
+        std::vector<unsigned char> expected_k(3 * view.block_bytes(), 0xab), expected_v = expected_k;
+        std::vector<unsigned char> got_k = expected_k, got_v = expected_k;
+        view.k = expected_k.data();
+        view.v = expected_v.data();
+        view.write(1, 2, keys.data(), values.data());
+        for_each_target([&] {
+          std::fill(got_k.begin(), got_k.end(), 0xab);
+          std::fill(got_v.begin(), got_v.end(), 0xab);
+          view.k = got_k.data();
+          view.v = got_v.data();
+          kernels::write_kv(view, 1, 2, keys.data(), values.data());
+          ASSERT_EQ(got_k, expected_k) << dtype_name(dtype) << " kv heads " << kv_heads << " head_dim " << head_dim;
+          ASSERT_EQ(got_v, expected_v) << dtype_name(dtype) << " kv heads " << kv_heads << " head_dim " << head_dim;
+        });
+      }
+}
+
 // Random gates, then the extremes: exp overflow, underflow into subnormals, infinities and NaN
 // go through the same lanes; the tails of 1 and 7 values run the scalar code.
 // The threads split long inputs (from 8,192 values): those run on 1 and 3 threads.

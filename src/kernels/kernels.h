@@ -30,6 +30,8 @@ void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float
 void silu_mul(const float* gate, const float* up, size_t n, float* out, int threads = 1);
 void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out, int threads = 1);
 void softcap(float* x, size_t n, float cap);
+// ref::KVLayerView::write, bit for bit: one position's keys and values rounded to the cache's dtype.
+void write_kv(const ref::KVLayerView& cache, size_t block, size_t slot, const float* keys, const float* values);
 void attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads);
 

@@ -156,7 +156,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       const float *row_cos = &cos[angles + t * half], *row_sin = &sin[angles + t * half];
       kernels::rope(&q[t * q_width], c.heads, c.head_dim, row_cos, row_sin);
       kernels::rope(&k[t * kv_width], c.kv_heads, c.head_dim, row_cos, row_sin);
-      cache[i].write(batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
+      kernels::write_kv(cache[i], batch.kv_slots[t].block, batch.kv_slots[t].slot, &k[t * kv_width], &v[t * kv_width]);
     }
     // Update, then fetch: attention reads this pass's keys and values back from the cache.
     kernels::attention(q.data(), batch.attention, cache[i], c.heads, {scale, c.window(l)}, attended.data(), threads);

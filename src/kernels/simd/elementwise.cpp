@@ -1,7 +1,8 @@
-// SIMD RMSNorm, RoPE, SiLU·mul, GELU-tanh·mul and softcapping: the reference formulas, vectorised across elements; the
-// tail past the last full vector runs the scalar reference formula.
+// SIMD RMSNorm, RoPE, SiLU·mul, GELU-tanh·mul, softcapping and the KV cache's rounding: the reference formulas,
+// vectorised across elements; the tail past the last full vector runs the scalar reference formula.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/math.h"
@@ -99,7 +100,38 @@ void Softcap(float* x, size_t n, float cap) {
   for (; i < n; ++i) x[i] = ref::tanh_f32(x[i] / cap) * cap;
 }
 
+// store_from_f32 of n elements (the KV cache's rows): f32 copied; f16 by the conversion
+// instruction, which rounds to nearest even as f32_to_f16 does and quiets a NaN keeping the top
+// of its payload as f32_to_f16 does; bf16 by f32_to_bf16's integer arithmetic (the conversion
+// instruction of AVX512-BF16 would flush subnormals to zero).
+void NarrowRow(const float* in, size_t n, DType dtype, void* out) {
+  if (dtype == DType::F32) return void(std::memcpy(out, in, n * sizeof(float)));
+  const DF d;
+  size_t i = 0;
+  if (dtype == DType::F16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    for (; i + kLanesF <= n; i += kLanesF)
+      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, in + i)), dh, static_cast<hwy::float16_t*>(out) + i);
+  } else if (dtype == DType::BF16) {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::Rebind<uint16_t, DF> d16;
+    for (; i + kLanesF <= n; i += kLanesF) {
+      const auto bits = hn::BitCast(du, hn::LoadU(d, in + i));
+      const auto nan = hn::Gt(hn::And(bits, hn::Set(du, 0x7fffffffu)), hn::Set(du, 0x7f800000u));
+      const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));  // ties go to the even result
+      const auto rounded = hn::Add(bits, hn::Add(hn::Set(du, 0x7fffu), odd));
+      const auto quieted = hn::Or(bits, hn::Set(du, 0x400000u));  // (bits >> 16) | 0x40 once shifted
+      hn::StoreU(hn::TruncateTo(d16, hn::ShiftRight<16>(hn::IfThenElse(nan, quieted, rounded))), d16,
+                 static_cast<uint16_t*>(out) + i);
+    }
+  }
+  for (; i < n; ++i) store_from_f32(out, dtype, i, in[i]);
+}
+
 #else
+void NarrowRow(const float* in, size_t n, DType dtype, void* out) {
+  for (size_t i = 0; i < n; ++i) store_from_f32(out, dtype, i, in[i]);
+}
 void RmsNorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
   ref::rmsnorm(x, rows, n, weight, eps, out);
 }
@@ -124,6 +156,7 @@ HWY_EXPORT(Rope);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(GeluTanhMul);
 HWY_EXPORT(Softcap);
+HWY_EXPORT(NarrowRow);
 HWY_EXPORT(TargetName);
 
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out) {
@@ -154,6 +187,15 @@ void gelu_tanh_mul(const float* gate, const float* up, size_t n, float* out, int
   split_activation(HWY_DYNAMIC_DISPATCH(GeluTanhMul), gate, up, n, out, threads);
 }
 void softcap(float* x, size_t n, float cap) { HWY_DYNAMIC_DISPATCH(Softcap)(x, n, cap); }
+void write_kv(const ref::KVLayerView& cache, size_t block, size_t slot, const float* keys, const float* values) {
+  for (size_t h = 0; h < cache.kv_heads; ++h) {
+    const size_t at = cache.offset(block, h, slot);
+    HWY_DYNAMIC_DISPATCH(NarrowRow)(keys + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                    static_cast<unsigned char*>(cache.k) + at);
+    HWY_DYNAMIC_DISPATCH(NarrowRow)(values + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                    static_cast<unsigned char*>(cache.v) + at);
+  }
+}
 std::string target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 }  // namespace ditto::kernels

@@ -32,6 +32,8 @@ constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
 constexpr size_t kDecodePanels = kLanesF == 16 ? kTilePanels : 4;
 // Inputs per block of dequantised weights: a group of panels of them fills 400 KB, in L2.
 constexpr size_t kBlockK = 2048;
+// How far ahead of its reading a one-row tile asks for each panel's dense weights (Tile).
+constexpr size_t kDecodeAheadBytes = 2048;
 
 // Reads the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.
 HWY_INLINE VF LoadOutputs(DF d, const float* y, size_t valid) {
@@ -83,6 +85,20 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
   for (size_t line = 0; line < lines; ++line) {
     hwy::Prefetch(prefetch.start + line * 64);
     for (const size_t end = k + stride; k < end; ++k) step(k);
+  }
+  if constexpr (R == 1) {
+    // One row (decode) reads each panel's weights once, at the speed of memory: it asks for each
+    // panel's line kDecodeAheadBytes ahead, into L2, as it reaches a new line. Qwen3-0.6B shapes in
+    // f16, tg32 on a 2-core Xeon, medians of 4 interleaved runs: 19.6-20.8 -> 22.3-23.2 t/s (1 KB
+    // to 4 KB ahead alike, 8 KB less).
+    constexpr size_t kStepBytes = kElement * kPanelRows;  // of one panel
+    constexpr size_t kStepsPerLine = 64 / kStepBytes, kStepsAhead = kDecodeAheadBytes / kStepBytes;
+    for (; k < inputs; ++k) {
+      if (k % kStepsPerLine == 0)
+        for (size_t p = 0; p < P; ++p)
+          PrefetchIntoL2(base + ((k + kStepsAhead) * weights.k_stride + p * weights.panel_stride) * kElement);
+      step(k);
+    }
   }
   for (; k < inputs; ++k) step(k);
   for (size_t r = 0; r < R; ++r)

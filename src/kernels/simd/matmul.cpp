@@ -125,14 +125,16 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
 // with the scales of their block. Always starts the chains (DirectGroup runs whole rows).
-// Several rows do not prefetch: the dequantising arithmetic bounds them, and prefetching the next
-// group's weights as Int8Tile does made 16-row chunks 1.45x slower. One row waited for its
-// weights instead: it asks for each panel's tile kDecodeAheadTiles ahead, into L2, a line per
-// input over a tile's first inputs. Exact decode on Zen 4, two threads, medians of 4 interleaved
-// runs: SmolLM2 Q4_1 104 -> 122 t/s with AVX-512, Gemma 3 270M 65 -> 76 with AVX-512 and 59 -> 68
-// with AVX2. Into L1 AVX-512's decode was 9% slower (AVX2's 5-8% slower than into L2); 2 or 8
-// tiles ahead gained less. Kept apart from Tile(): with both loops in one function GCC stored
-// every accumulator to the stack on every input.
+// It does not prefetch the next group's weights as Int8Tile does (16-row chunks ran 1.45x slower
+// when they came here). Decode waited for its weights instead: the tile asks for each panel's
+// tile kDecodeAheadTiles ahead, into L2, a line per input over a tile's first inputs. Exact decode
+// of one row on Zen 4, two threads, medians of 4 interleaved runs: SmolLM2 Q4_1 104 -> 122 t/s
+// with AVX-512, Gemma 3 270M 65 -> 76 with AVX-512 and 59 -> 68 with AVX2; into L1 AVX-512's
+// decode was 9% slower (AVX2's 5-8% slower than into L2), 2 or 8 tiles ahead gained less. Then
+// for the several rows of sequences decoding together too: 4 sequences on a Xeon, medians of 3
+// interleaved runs, SmolLM2 367 -> 430 t/s, Gemma 3 270M 209 -> 230 (int8's 4-row tiles measured
+// the same with it). Kept apart from Tile(): with both loops in one function GCC stored every
+// accumulator to the stack on every input.
 
 template <size_t R, size_t P, DType kDtype>
 HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
@@ -140,7 +142,6 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
   const DF d;
   constexpr size_t kVectors = P * kVectorsPerPanel;
   constexpr size_t G = quant_group_size(kDtype);
-  constexpr bool kAhead = R == 1;
   VF acc[R][kVectors];
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(d);
@@ -155,7 +156,7 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
       minimum_term[v] = hn::Load(d, tile[v]->minimum_term + (v % kVectorsPerPanel) * kLanesF);
     }
     for (size_t i = 0; i < G; ++i) {
-      if (kAhead && i < sizeof(QuantTile<G>) / 64 && b + kDecodeAheadTiles < blocks)
+      if (i < sizeof(QuantTile<G>) / 64 && b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
           PrefetchIntoL2(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64);
       VF w[kVectors];

@@ -32,7 +32,8 @@ constexpr size_t kTilePanels = kLanesF == 16 ? 3 : 1;
 constexpr size_t kDecodePanels = kLanesF == 16 ? kTilePanels : 4;
 // Inputs per block of dequantised weights: a group of panels of them fills 400 KB, in L2.
 constexpr size_t kBlockK = 2048;
-// How far ahead of its reading a one-row tile asks for each panel's dense weights (Tile).
+// How far ahead of its reading a tile not asked to prefetch the next group (decode) asks for each
+// panel's dense weights (Tile).
 constexpr size_t kDecodeAheadBytes = 2048;
 
 // Reads the outputs n0 .. n0+L-1 of one row, of which only `valid` exist.
@@ -87,8 +88,9 @@ HWY_NOINLINE void Tile(const float* x, size_t x_stride, PanelSource weights, siz
     for (const size_t end = k + stride; k < end; ++k) step(k);
   }
   if (prefetch.lines == 0) {
-    // Rows of one row tile (decode) read each panel's weights once, at the speed of memory: they
-    // ask for each panel's line kDecodeAheadBytes ahead, into L2, as they reach a new line.
+    // Not asked to prefetch the next group (decode; chunks of two row tiles, DirectGroup), the rows
+    // read each panel's weights at the speed of memory: they ask for each panel's line
+    // kDecodeAheadBytes ahead, into L2, as they reach a new line.
     // Qwen3-0.6B shapes in f16, tg32 on a 2-core Xeon, medians of 4 interleaved runs: one sequence
     // 19.6-20.8 -> 22.3-23.2 t/s (1 KB to 4 KB ahead alike, 8 KB less), four together 71.0 -> 81.8.
     constexpr size_t kStepBytes = kElement * kPanelRows;  // of one panel

@@ -188,9 +188,10 @@ TEST(Simd, RopeMatchesReference) {
 // The KV cache's rounding of a position's keys and values: every dtype, head sizes with tails
 // (1, 7, 131) and without, one kv head or three, from random bit patterns (NaNs with payloads,
 // infinities, subnormals of f32 and of f16) and the values each rounding treats apart: f16's
-// largest finite value, the halfway points below and above it, its smallest subnormal and half
-// of it (a tie to even: zero), bf16 ties either way and its rounding to infinity. Only the slot
-// written changes; the bytes around it keep their filler.
+// largest finite value, the value just below halfway from it to infinity and the halfway point
+// (which rounds to infinity), its smallest subnormal and half of it (a tie to even: zero), bf16
+// ties either way and its rounding to infinity. Only the slot written changes; the bytes around it
+// keep their filler.
 TEST(Simd, KvWriteMatchesReference) {
   const std::vector<uint32_t> specials{0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u,
                                        0xffbfffffu, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x33800000u, 0x33000000u,

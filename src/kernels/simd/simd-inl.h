@@ -95,7 +95,8 @@ struct Prefetch {
 // less there (decode of weights, keys and values; into L1 the Zen 4 decodes ran 9-40% slower).
 HWY_INLINE void PrefetchIntoL2(const void* p) { __builtin_prefetch(p, 0, 2); }
 
-// How many tiles ahead a one-row (decode) matmul tile asks for each panel's weights, into L2.
+// How many tiles ahead a decode matmul tile (one row, or the few of sequences decoding together)
+// asks for each panel's quantised weights, into L2.
 constexpr size_t kDecodeAheadTiles = 4;
 
 // Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its

@@ -71,9 +71,9 @@ INSTANTIATE_TEST_SUITE_P(Simd, QuantisedMatmul, ::testing::ValuesIn(kQuantizedDT
 
 TEST_P(QuantisedMatmul, MatchesReference) {
   const DType dtype = GetParam();
-  // Up to a row tile's rows (6 on AVX2, 8 on AVX-512) the tiles dequantise in registers, beyond
-  // that a block of 2048 inputs at a time; the last shape spans two such blocks. Inputs are whole
-  // blocks (of 256 for K-quants).
+  // Up to a row tile's rows (6 on AVX2, 8 on AVX-512) the tiles dequantise in registers, up to 16
+  // with AVX-512 a tile of all the rows does, beyond that a block of 2048 inputs at a time; the
+  // last shape spans two such blocks. Inputs are whole blocks (of 256 for K-quants).
   const size_t block = dtype_block_elements(dtype);
   for (size_t rows : {1, 2, 5, 6, 7, 8, 9, 16, 17, 70}) {
     for (auto [n, inputs] : std::vector<std::pair<size_t, size_t>>{{1, 32}, {17, 64}, {50, 288}, {33, 544}, {20, 2080}}) {
@@ -85,31 +85,31 @@ TEST_P(QuantisedMatmul, MatchesReference) {
 }
 
 // ... and with f16 scales and minimums of every finite magnitude: signed zeros, subnormals, up
-// to 65504 (weights up to about 1.3e8), in both paths.
+// to 65504 (weights up to about 1.3e8), in every path.
 TEST(Simd, QuantisedMatmulWithExtremeScalesMatchesReference) {
   for (DType dtype : kQuantizedDTypes) {
     const size_t n = 33, k = 3 * dtype_block_elements(dtype);
     const auto source = testing::random_quant_blocks(dtype, n * k, 5, 0.0f, true);
-    for (size_t rows : {1, 3, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
+    for (size_t rows : {1, 3, 12, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
   }
 }
 
 // ... and with NaN minimums of either sign (an f16 factor a file may hold), one block of them in
-// each output: the reference's NaN, product minus the minimum, in both paths. (Two NaNs of other
+// each output: the reference's NaN, product minus the minimum, in every path. (Two NaNs of other
 // bits meeting in one fma give either, as the instruction form a compiler picks has it.)
 TEST(Simd, QuantisedMatmulWithNaNMinimumsMatchesReference) {
   for (DType dtype : kQuantizedDTypes) {
     const size_t n = 33, k = 3 * dtype_block_elements(dtype);
     auto source = testing::random_quant_blocks(dtype, n * k, 11, 1.0f);
     if (!testing::set_nan_minimums(dtype, source)) continue;
-    for (size_t rows : {1, 3, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
+    for (size_t rows : {1, 3, 12, 17}) expect_matmul_matches_reference(dtype, source, n, k, rows);
   }
 }
 
 
 // matmuls(): several matrices of one input, in one hand-off, give each matrix the bits of its
 // own reference matmul — in the int8 numerics with two group sizes (inputs rounded once for
-// each), in the exact one with dense and quantised matrices (both paths), and with both numerics
+// each), in the exact one with dense and quantised matrices (every path), and with both numerics
 // in one call; ragged panels, decode and prefill, 1 and 3 threads, every target.
 TEST(Simd, MatmulsOfOneInputMatchTheReferenceOfEachMatrix) {
   const size_t k = 256;
@@ -130,7 +130,7 @@ TEST(Simd, MatmulsOfOneInputMatchTheReferenceOfEachMatrix) {
   both.push_back(quantised(DType::Q4_K, 17, Numerics::Int8));
   both.push_back(quantised(DType::Q4_K, 33, Numerics::Exact));
   for (const auto* matrices : {&int8, &exact, &both})
-    for (size_t rows : {1, 5, 17, 70}) {
+    for (size_t rows : {1, 5, 12, 17, 70}) {
       const auto x = random_floats(rows * k, rows, 3.0f);
       std::vector<std::vector<float>> expected;
       for (const PackedMatrix& w : *matrices) {

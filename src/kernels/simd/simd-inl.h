@@ -123,6 +123,38 @@ HWY_INLINE void StoreOutputs(DF d, VF v, float* y, size_t valid) {
   std::copy(lanes, lanes + valid, y);
 }
 
+// Transposes an L x L block (L = the lanes of a vector) of floats held as rows: 4 x 4 transposes inside each
+// 128-bit block, then the blocks themselves.
+HWY_INLINE void Transpose(DF d, VF (&m)[hn::MaxLanes(DF())]) {
+  const hn::Repartition<uint64_t, DF> du;
+  constexpr size_t kBlocks = hn::MaxLanes(DF()) / 4;
+  VF u[4][kBlocks];  // u[c][g]: rows 4g .. 4g + 3 at column 4b + c of block b
+  for (size_t g = 0; g < kBlocks; ++g) {
+    const VF* r = m + 4 * g;
+    const auto t0 = hn::BitCast(du, hn::InterleaveLower(d, r[0], r[1])), t1 = hn::BitCast(du, hn::InterleaveUpper(d, r[0], r[1]));
+    const auto t2 = hn::BitCast(du, hn::InterleaveLower(d, r[2], r[3])), t3 = hn::BitCast(du, hn::InterleaveUpper(d, r[2], r[3]));
+    u[0][g] = hn::BitCast(d, hn::InterleaveLower(du, t0, t2));
+    u[1][g] = hn::BitCast(d, hn::InterleaveUpper(du, t0, t2));
+    u[2][g] = hn::BitCast(d, hn::InterleaveLower(du, t1, t3));
+    u[3][g] = hn::BitCast(d, hn::InterleaveUpper(du, t1, t3));
+  }
+  for (size_t c = 0; c < 4; ++c) {
+    if constexpr (kBlocks == 2) {
+      m[c] = hn::ConcatLowerLower(d, u[c][1], u[c][0]);
+      m[4 + c] = hn::ConcatUpperUpper(d, u[c][1], u[c][0]);
+    } else {
+      const VF v0 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][1]), u[c][0]);
+      const VF v1 = hn::OddEvenBlocks(u[c][1], hn::SwapAdjacentBlocks(u[c][0]));
+      const VF v2 = hn::OddEvenBlocks(hn::SwapAdjacentBlocks(u[c][3]), u[c][2]);
+      const VF v3 = hn::OddEvenBlocks(u[c][3], hn::SwapAdjacentBlocks(u[c][2]));
+      m[c] = hn::ConcatLowerLower(d, v2, v0);
+      m[4 + c] = hn::ConcatLowerLower(d, v3, v1);
+      m[8 + c] = hn::ConcatUpperUpper(d, v2, v0);
+      m[12 + c] = hn::ConcatUpperUpper(d, v3, v1);
+    }
+  }
+}
+
 // Lane folding of the 16-lane sum: lane[j] += lane[j + w] for w = 8, 4, 2, 1.
 template <class D>
 HWY_INLINE float FoldVector(D d, hn::Vec<D> v) {

@@ -313,7 +313,8 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
 // past `rows` zero. cols is a multiple of kLanesF (whole blocks of quantised inputs).
 void PackChunkRows(const float* x, size_t rows, size_t cols, std::vector<float>& out) {
   const DF d;
-  out.resize(cols * kChunkRows);
+  // Grown only: a resize down and up again would zero what it grows back.
+  if (out.size() < cols * kChunkRows) out.resize(cols * kChunkRows);
   for (size_t r0 = 0; r0 < kChunkRows; r0 += kLanesF)
     for (size_t k0 = 0; k0 < cols; k0 += kLanesF) {
       VF m[kLanesF];

@@ -123,8 +123,8 @@ HWY_INLINE void StoreOutputs(DF d, VF v, float* y, size_t valid) {
   std::copy(lanes, lanes + valid, y);
 }
 
-// Transposes an L x L block (L = the lanes of a vector) of floats held as rows: 4 x 4 transposes inside each
-// 128-bit block, then the blocks themselves.
+// Transposes an L x L block of floats held as rows (L = the lanes of a vector, 8 or 16): 4 x 4
+// transposes inside each 128-bit block, then the blocks themselves.
 HWY_INLINE void Transpose(DF d, VF (&m)[hn::MaxLanes(DF())]) {
   const hn::Repartition<uint64_t, DF> du;
   constexpr size_t kBlocks = hn::MaxLanes(DF()) / 4;

@@ -13,6 +13,7 @@
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
 #include "simd_targets.h"
+#include "tensor/limits.h"
 #include "test_checkpoint.h"
 
 namespace ditto {
@@ -182,6 +183,28 @@ TEST(Simd, RopeMatchesReference) {
       kernels::rope(got.data(), 5, head_dim, cos.data(), sin.data());
       ASSERT_TRUE(same_bits(got, expected)) << "head_dim " << head_dim;
     });
+  }
+}
+
+// RoPE's angles: counts around the f64 vector (4 lanes with AVX2, 8 with AVX-512) with tails and
+// without, two bases, positions from 0 to the largest a model may have, so that the angles go
+// round every quadrant many times.
+TEST(Simd, RopeAnglesMatchReference) {
+  for (size_t count : {1, 3, 4, 7, 8, 9, 32, 67, 128}) {
+    for (double theta : {10000.0, 1000000.0}) {
+      std::vector<float> inv_freq(count);
+      ref::rope_inverse_frequencies(theta, 2 * count, inv_freq.data());
+      for (size_t position : {size_t(0), size_t(1), size_t(2), size_t(977), size_t(65535),
+                              size_t(limits::kPositions.max - 1)}) {
+        std::vector<float> expected_cos(count), expected_sin(count), cos(count), sin(count);
+        ref::rope_angles(inv_freq.data(), count, position, expected_cos.data(), expected_sin.data());
+        for_each_target([&] {
+          kernels::rope_angles(inv_freq.data(), count, position, cos.data(), sin.data());
+          ASSERT_TRUE(same_bits(cos, expected_cos) && same_bits(sin, expected_sin))
+              << "count " << count << ", theta " << theta << ", position " << position;
+        });
+      }
+    }
   }
 }
 

@@ -25,6 +25,7 @@ void quantize_rows(const float* x, size_t rows, size_t cols, size_t group, ref::
                    int threads = 1);
 void rmsnorm(const float* x, size_t rows, size_t n, const float* weight, float eps, float* out);
 void rope(float* x, size_t heads, size_t head_dim, const float* cos, const float* sin);
+void rope_angles(const float* inv_freq, size_t count, size_t position, float* cos, float* sin);
 // Gated activations, element by element: split over up to `threads` threads when n is large
 // (a prefill chunk's rows), the same bits either way.
 void silu_mul(const float* gate, const float* up, size_t n, float* out, int threads = 1);
@@ -46,7 +47,6 @@ void sampling_weights(const float* z, size_t n, float max, float inverse_tempera
 using ref::add_bias;
 using ref::embedding_row;
 using ref::llama3_scale_frequencies;
-using ref::rope_angles;
 using ref::rope_inverse_frequencies;
 using ref::route_top_k;
 

@@ -23,15 +23,13 @@ double pow2_f64(int64_t n) {  // 2^n for n in [-1022, 1023]
   return value;
 }
 
-// 1/n!, where n! is formed by exact products (exact in double up to 22!) and one rounding
-// division: unlike tgamma, the same bits on every libm.
+}  // namespace
+
 double inverse_factorial(int n) {
   double factorial = 1.0;
   for (int i = 2; i <= n; ++i) factorial *= i;
   return 1.0 / factorial;
 }
-
-}  // namespace
 
 float exp_f32(float x) {
   if (x != x) return x;

@@ -16,7 +16,11 @@ float exp_f32(float x);
 // 1 - 2 / (exp_f32(a + a) + 1). Within 1 ulp of the true value.
 float tanh_f32(float x);
 
-// Double-precision versions for tables computed once (RoPE frequencies and angles).
+// 1/n!, where n! is formed by exact products (exact in double up to 22!) and one rounding
+// division: unlike tgamma, the same bits on every libm.
+double inverse_factorial(int n);
+
+// Double-precision versions for RoPE: its frequencies, once, and the angles of each position.
 double exp_f64(double x);
 double log_f64(double x);  // x > 0
 void sincos_f64(double x, double* sin_out, double* cos_out);

@@ -77,9 +77,12 @@ TEST_P(Invariance, ThreadCountDoesNotChangeABit) {
   const auto model = Model::load(testing::write_checkpoint(c.config, std::string("threads-") + c.name));
   const auto prompt = prompt_of(50, c.config.vocab);
   const auto one = prefill_in_chunks(model, prompt, 13, {256, c.cache, 1});
-  for (int threads : {2, 3, 4})
-    EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, 13, {256, c.cache, threads}), one))
-        << threads << " threads";
+  // Chunks of 13 rows do their work row by row on the calling thread; the whole prompt's 50 rows
+  // split it over the threads.
+  for (size_t chunk : {13, 50})
+    for (int threads : {2, 3, 4})
+      EXPECT_TRUE(bitwise_equal(prefill_in_chunks(model, prompt, chunk, {256, c.cache, threads}), one))
+          << "chunk " << chunk << ", " << threads << " threads";
 }
 
 // Past what the attention kernel cuts work by (tiles of 64 row-heads, here 32 rows; blocks of 32

@@ -155,6 +155,14 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
                                                                                                : double(c.head_dim));
   const auto activation = c.activation == ModelConfig::Activation::GeluTanh ? kernels::gelu_tanh_mul : kernels::silu_mul;
   const char* activation_name = c.activation == ModelConfig::Activation::GeluTanh ? "gelu_mul" : "silu_mul";
+  // A block's output (`projected`), after its norm where the family has one (Gemma 3's post
+  // norms), added to the residual stream x: rows first .. last - 1.
+  const auto add_to_residual = [&](size_t first, size_t last, const std::vector<float>& post_norm) {
+    float *x_rows = &x[first * hidden], *projected_rows = &projected[first * hidden];
+    const size_t n = last - first;
+    if (c.post_norms) kernels::rmsnorm(projected_rows, n, hidden, post_norm.data(), c.rms_norm_eps, projected_rows);
+    for (size_t i = 0; i < n * hidden; ++i) x_rows[i] = x_rows[i] + projected_rows[i];
+  };
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& layer = w.layers[i];
     const size_t l = w.part.first_layer + i;
@@ -190,12 +198,9 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
     // q and k as attention read them: after their bias, norm (Qwen3) and RoPE.
     observe(l, {{"attn_norm", &normed}, {"q", &q}, {"k", &k}, {"v", &v}, {"attention", &attended}, {"o_proj", &projected}});
     by_rows([&](size_t first, size_t last) {
-      float *x_rows = &x[first * hidden], *projected_rows = &projected[first * hidden];
-      const size_t n = last - first;
-      if (c.post_norms)
-        kernels::rmsnorm(projected_rows, n, hidden, layer.post_attention_norm.data(), c.rms_norm_eps, projected_rows);
-      for (size_t i = 0; i < n * hidden; ++i) x_rows[i] = x_rows[i] + projected_rows[i];
-      kernels::rmsnorm(x_rows, n, hidden, layer.mlp_norm.data(), c.rms_norm_eps, &normed[first * hidden]);
+      add_to_residual(first, last, layer.post_attention_norm);
+      kernels::rmsnorm(&x[first * hidden], last - first, hidden, layer.mlp_norm.data(), c.rms_norm_eps,
+                       &normed[first * hidden]);
     });
     if (c.post_norms) observe(l, {{"post_attn_norm", &projected}});
     observe(l, {{"attn_residual", &x}});
@@ -209,13 +214,7 @@ void decoder_forward(const Model& model, std::span<const ref::KVLayerView> cache
       kernels::matmul(gate.data(), rows, layer.down.view(), projected.data(), threads);
       observe(l, {{"mlp_norm", &normed}, {"up", &up}, {activation_name, &gate}, {"down", &projected}});
     }
-    by_rows([&](size_t first, size_t last) {
-      float *x_rows = &x[first * hidden], *projected_rows = &projected[first * hidden];
-      const size_t n = last - first;
-      if (c.post_norms)
-        kernels::rmsnorm(projected_rows, n, hidden, layer.post_mlp_norm.data(), c.rms_norm_eps, projected_rows);
-      for (size_t i = 0; i < n * hidden; ++i) x_rows[i] = x_rows[i] + projected_rows[i];
-    });
+    by_rows([&](size_t first, size_t last) { add_to_residual(first, last, layer.post_mlp_norm); });
     if (c.post_norms) observe(l, {{"post_mlp_norm", &projected}});
     observe(l, {{"mlp_residual", &x}});
   }

@@ -1,5 +1,6 @@
-// SIMD RMSNorm, RoPE and its angles, SiLU·mul, GELU-tanh·mul, softcapping and the KV cache's rounding: the reference formulas,
-// vectorised across elements; the tail past the last full vector runs the scalar reference formula.
+// SIMD RMSNorm, RoPE and its angles, SiLU·mul, GELU-tanh·mul, softcapping and the KV cache's
+// rounding: the reference formulas, vectorised across elements; the tail past the last full vector
+// runs the scalar reference formula.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

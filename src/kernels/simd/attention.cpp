@@ -719,10 +719,17 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
       const auto widened = WidenedBuffer(head_dim);
       std::vector<Tile> swept;
       for (size_t job = begin; job < end; ++job) {
-        // Job j: run j % runs, kv heads (j / runs) * span .. + span - 1 (tiles kv * runs + run).
+        // Job j: kv heads (j / runs) * span .. + span - 1 (tiles kv * runs + run) of a run taken
+        // from the ends of the runs inwards, j % runs = 0, 1, 2, 3 .. the runs 0, last, 1, last - 1
+        // ..: a prompt's later runs see more keys, and each thread's share of consecutive jobs
+        // then costs about the same. In order, the jobs of the last and dearest runs were left to
+        // the end and the other thread waited (pp512 on a 2-core Xeon: the caller 16.5% of
+        // attention's time with SmolLM2's 3 kv heads, 14.3% with Gemma 3 270M's one; then 4.8%
+        // and 0.8%).
         swept.clear();
+        const size_t i = job % runs.size(), run = i % 2 == 0 ? i / 2 : runs.size() - 1 - i / 2;
         for (size_t kv = job / runs.size() * span; kv < (job / runs.size() + 1) * span; ++kv)
-          swept.push_back(make_tile(kv * runs.size() + job % runs.size()));
+          swept.push_back(make_tile(kv * runs.size() + run));
         give_probs(swept, probs);
         // Keys base .. end - 1 (the run's, the same in each kv head), a value block at a time
         // through every tile of the job in turn; one tile takes them at once.

@@ -109,16 +109,27 @@ HWY_INLINE VB HighBits(const unsigned char* entries, size_t j, size_t v) {
 // A tile's bytes with its entries one per byte (UnpackTiles): its scales and minimums, then the
 // 512 entries.
 constexpr size_t UnpackedTileBytes(DType dtype) { return int8_fields_bytes(dtype) + kInt8ByteEntries; }
-// Whether a chunk's row tiles share one unpacking of a group's tiles (UnpackTiles) rather than
-// each unpacking in registers: for the types with planes of high bits, whose unpacking costs a
-// tile as much again as the nibbles' (Gemma 3 270M, mostly Q5_0, AVX2 kernels on Zen 4: pp512 in
-// chunks of 16 at 0.72 of the speed with entries a byte each unpacking in registers, 0.91 shared;
-// whole prompts 0.96).
+// Whether a chunk's row tiles share one unpacking of a group's tiles rather than each unpacking
+// in registers: for the types with planes of high bits, whose unpacking costs a tile as much
+// again as the nibbles' (Gemma 3 270M, mostly Q5_0, AVX2 kernels on Zen 4: pp512 in chunks of 16
+// at 0.72 of the speed with entries a byte each unpacking in registers, 0.91 shared; whole
+// prompts 0.96).
 constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bits() != 0; }
+// Where a tile's entries come from: packed as the matrix holds them (nibbles and planes); one per
+// byte (kUnpacked: by UnpackTiles, or by the row tile before); or packed, and stored one per byte
+// as the tile unpacks them, for the row tiles after it (kUnpacking).
+enum class Entries { kPacked, kUnpacked, kUnpacking };
+// Whether a chunk's first row tile unpacks the group's tiles for the others (kUnpacking) rather
+// than UnpackTiles before it: with AVX-512, where the first tile's integer products then run
+// beside its unpacking and its wait for the weights (Gemma 3 270M int8 pp512 in chunks of 16 on
+// a 2-core Xeon, medians of interleaved runs: 1629 -> 1694 t/s on 2 threads, 873 -> 906 on one,
+// AVX3 without VNNI 1372 -> 1428; whole prompts the same); AVX2's tiles of 2 rows with 16
+// registers were 4% slower so (981 -> 942).
+constexpr bool kFirstTileUnpacks = kLanesF == 16;
 
 // Vector v of quads j and j + 1 (j even) of a tile's entries, as bytes (unsigned, or Q8_0's
 // signed bytes): from nibbles and planes where the type packs them (and kUnpacked does not say
-// UnpackTiles made bytes of them).
+// they are bytes already).
 template <DType kDtype, bool kUnpacked = false>
 HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, VB& first, VB& second) {
   const DB db;
@@ -146,13 +157,16 @@ HWY_INLINE VF LoadField(const unsigned char* fields, size_t at) {
 
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
 // panel_bytes long; kUnpacked: tiles of UnpackedTileBytes): every output's chain over the groups,
-// stored to y. Prefetches its share of `prefetch` spread over the blocks.
-template <DType kDtype, size_t R, size_t P, bool kUnpacked>
+// stored to y. Prefetches its share of `prefetch` spread over the blocks. kUnpacking: also stores
+// the tiles unpacked to `unpack_to`, as UnpackTiles would.
+template <DType kDtype, size_t R, size_t P, Entries kEntries>
 DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0, size_t valid_rows, const unsigned char* panels,
-                           size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns, Prefetch prefetch) {
+                           size_t panel_bytes, float* y, size_t y_stride, size_t valid_columns, Prefetch prefetch,
+                           unsigned char* unpack_to) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
   constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
+  constexpr bool kUnpacked = kEntries == Entries::kUnpacked;
   constexpr size_t kTileBytes = kUnpacked ? UnpackedTileBytes(kDtype) : int8_tile_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
   // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
@@ -172,6 +186,12 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
     PrefetchStep(prefetch, b, blocks, /*into_l2=*/R == 1);
     const unsigned char* tile[P];
     for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
+    unsigned char* unpacked[P];
+    if constexpr (kEntries == Entries::kUnpacking)
+      for (size_t p = 0; p < P; ++p) {
+        unpacked[p] = unpack_to + (p * blocks + b) * UnpackedTileBytes(kDtype);
+        std::memcpy(unpacked[p], tile[p], kEntriesAt);
+      }
     if constexpr (R == 1 && !kPrefetchDecode)
       if (b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
@@ -195,6 +215,11 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
         for (size_t v = 0; v < kVectors; ++v) {
           LoadQuadPair<kDtype, kUnpacked>(tile[v / kVectorsPerPanel] + kEntriesAt, j, v % kVectorsPerPanel, w[0][v],
                                           w[1][v]);
+          if constexpr (kEntries == Entries::kUnpacking) {
+            unsigned char* to = unpacked[v / kVectorsPerPanel] + kEntriesAt + (v % kVectorsPerPanel) * kVectorBytes;
+            hn::StoreU(w[0][v], db, reinterpret_cast<int8_t*>(to + j * 64));
+            hn::StoreU(w[1][v], db, reinterpret_cast<int8_t*>(to + (j + 1) * 64));
+          }
           if constexpr (kVnni && kPacking.signed_entries) {
             w[0][v] = hn::Xor(w[0][v], hn::Set(db, int8_t(-128)));
             w[1][v] = hn::Xor(w[1][v], hn::Set(db, int8_t(-128)));
@@ -257,28 +282,39 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
 }
 
 using Int8TileFn = void (*)(const ref::Int8Rows&, size_t, size_t, const unsigned char*, size_t, float*, size_t, size_t,
-                            Prefetch);
+                            Prefetch, unsigned char*);
 
-// The tile of `rows` rows (1, or kTileRows) and `panels` panels (1, or the full group); the
-// row tiles of a chunk read unpacked tiles where SharesUnpacking says, decode the packed ones.
+// The tile of `rows` rows (1, or kTileRows) and `panels` panels (1, or the full group) taking
+// its entries as `entries` says: always packed for one row and the types SharesUnpacking
+// leaves out (kPacked is their only instance).
 template <DType kDtype>
-Int8TileFn SelectInt8Tile(size_t rows, size_t panels) {
-  if (rows == 1) return panels == 1 ? &Int8Tile<kDtype, 1, 1, false> : &Int8Tile<kDtype, 1, kDecodePanels, false>;
-  constexpr bool kUnpacked = SharesUnpacking(kDtype);
-  return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, kUnpacked>
-                     : &Int8Tile<kDtype, kTileRows, kTilePanels, kUnpacked>;
+Int8TileFn SelectInt8Tile(size_t rows, size_t panels, Entries entries) {
+  if (rows == 1)
+    return panels == 1 ? &Int8Tile<kDtype, 1, 1, Entries::kPacked>
+                       : &Int8Tile<kDtype, 1, kDecodePanels, Entries::kPacked>;
+  if constexpr (!SharesUnpacking(kDtype)) {
+    return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kPacked>
+                       : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kPacked>;
+  } else {
+    if (kFirstTileUnpacks && entries == Entries::kUnpacking)
+      return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kUnpacking>
+                         : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kUnpacking>;
+    return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kUnpacked>
+                       : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kUnpacked>;
+  }
 }
 
-Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels) {
+Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels, Entries entries) {
   return WithWeightType(dtype, [&](auto type) -> Int8TileFn {
-    if constexpr (is_quantized(type())) return SelectInt8Tile<type()>(rows, panels);
+    if constexpr (is_quantized(type())) return SelectInt8Tile<type()>(rows, panels, entries);
     return nullptr;  // never here: only quantised matrices are packed for the int8 numerics
   });
 }
 
 // The tiles of `count` panels from `panels` (each panel_bytes long, `blocks` tiles), their entries
 // one per byte, to `out` (UnpackedTileBytes each, panel after panel): a chunk's row tiles then
-// share one unpacking of the nibbles and planes, as the exact path's share one dequantising.
+// share one unpacking of the nibbles and planes, as the exact path's share one dequantising
+// (where kFirstTileUnpacks does not leave it to the first).
 template <DType kDtype>
 void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks, unsigned char* out) {
   constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
@@ -396,30 +432,35 @@ void MatmulsInt8(const float* x, size_t rows, std::span<const kernels::MatmulJob
       // them (0.79 of the whole prompt's speed on one thread, 0.92 with). With one row tile
       // (decode) only where kPrefetchDecode says.
       Prefetch next = row_tiles > 1 || kPrefetchDecode ? PanelsAhead(w, first + panels, group_panels) : Prefetch{};
-      const unsigned char* tiles = static_cast<const unsigned char*>(w.panel(first));
-      size_t panel_bytes = w.panel_bytes();
-      if (tile_rows > 1 && SharesUnpacking(w.dtype)) {
-        // Per worker thread (this lambda runs on each), kept from call to call.
-        thread_local std::vector<unsigned char> unpacked;
-        const size_t blocks = w.cols / kInt8Block;
-        unpacked.resize(std::max(unpacked.size(), panels * blocks * UnpackedTileBytes(w.dtype)));
-        UnpackTiles(w.dtype, tiles, panel_bytes, panels, blocks, unpacked.data());
-        tiles = unpacked.data();
-        panel_bytes = blocks * UnpackedTileBytes(w.dtype);
+      const auto* packed = static_cast<const unsigned char*>(w.panel(first));
+      // Per worker thread (this lambda runs on each), kept from call to call.
+      thread_local std::vector<unsigned char> unpacked;
+      const bool shared = tile_rows > 1 && SharesUnpacking(w.dtype);
+      const size_t unpacked_panel_bytes = w.cols / kInt8Block * UnpackedTileBytes(w.dtype);
+      if (shared) {
+        unpacked.resize(std::max(unpacked.size(), panels * unpacked_panel_bytes));
+        if (!kFirstTileUnpacks)
+          UnpackTiles(w.dtype, packed, w.panel_bytes(), panels, w.cols / kInt8Block, unpacked.data());
       }
       for (size_t m0 = 0; m0 < rows; m0 += tile_rows) {
         float* out = y + m0 * w.rows;
         const Prefetch prefetch = next.share(row_tiles - m0 / tile_rows);
+        const Entries entries = !shared                         ? Entries::kPacked
+                                : kFirstTileUnpacks && m0 == 0 ? Entries::kUnpacking
+                                                               : Entries::kUnpacked;
+        const unsigned char* tiles = entries == Entries::kUnpacked ? unpacked.data() : packed;
+        const size_t panel_bytes = entries == Entries::kUnpacked ? unpacked_panel_bytes : w.panel_bytes();
         if (panels == group_panels) {
-          SelectInt8Tile(w.dtype, tile_rows, panels)(in, m0, rows - m0, tiles, panel_bytes, out + first * kPanelRows,
-                                                     w.rows, std::min(panels * kPanelRows, w.rows - first * kPanelRows),
-                                                     prefetch);
+          SelectInt8Tile(w.dtype, tile_rows, panels, entries)(
+              in, m0, rows - m0, tiles, panel_bytes, out + first * kPanelRows, w.rows,
+              std::min(panels * kPanelRows, w.rows - first * kPanelRows), prefetch, unpacked.data());
           continue;
         }
         for (size_t p = first; p < first + panels; ++p)
-          SelectInt8Tile(w.dtype, tile_rows, 1)(in, m0, rows - m0, tiles + (p - first) * panel_bytes, panel_bytes,
-                                                out + p * kPanelRows, w.rows,
-                                                std::min(kPanelRows, w.rows - p * kPanelRows), Prefetch{});
+          SelectInt8Tile(w.dtype, tile_rows, 1, entries)(
+              in, m0, rows - m0, tiles + (p - first) * panel_bytes, panel_bytes, out + p * kPanelRows, w.rows,
+              std::min(kPanelRows, w.rows - p * kPanelRows), Prefetch{},
+              shared ? unpacked.data() + (p - first) * unpacked_panel_bytes : nullptr);
       }
     }
   });

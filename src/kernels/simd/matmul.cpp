@@ -143,16 +143,22 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, const int8_t* q, VF scale, VF m
 // interleaved runs, SmolLM2 367 -> 430 t/s, Gemma 3 270M 209 -> 230 (int8's 4-row tiles measured
 // the same with it). Kept apart from Tile(): with both loops in one function GCC stored every
 // accumulator to the stack on every input.
-
-template <size_t R, size_t P, DType kDtype>
-HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
-                                size_t y_stride, size_t valid_columns, bool, Prefetch) {
+// With kDequantizes (DequantizingTile), it also stores the dequantised weights of its one panel
+// to `block`, k-major (BlockedGroup's), and continues the chains stored in y unless `first`.
+template <size_t R, size_t P, DType kDtype, bool kDequantizes>
+HWY_INLINE void QuantizedRows(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
+                              size_t y_stride, size_t valid_columns, bool first, float* block) {
   const DF d;
   constexpr size_t kVectors = P * kVectorsPerPanel;
   constexpr size_t G = quant_group_size(kDtype);
+  static_assert(!kDequantizes || P == 1, "a dequantising tile stores one panel");
   VF acc[R][kVectors];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(d);
+    for (size_t v = 0; v < kVectors; ++v) {
+      const size_t column = v * kLanesF;
+      const size_t valid = column < valid_columns ? valid_columns - column : 0;
+      acc[r][v] = !kDequantizes || first ? hn::Zero(d) : LoadOutputs(d, y + r * y_stride + column, valid);
+    }
   const auto* tiles = static_cast<const QuantTile<G>*>(weights.data);
   const size_t blocks = inputs / G;
   for (size_t b = 0; b < blocks; ++b) {
@@ -168,10 +174,12 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
         for (size_t p = 0; p < P; ++p)
           PrefetchIntoL2(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i * 64);
       VF w[kVectors];
-      for (size_t v = 0; v < kVectors; ++v)
+      const size_t k = b * G + i;
+      for (size_t v = 0; v < kVectors; ++v) {
         w[v] = DequantizeLanes(d, kDtype, tile[v]->entries[i] + (v % kVectorsPerPanel) * kLanesF, scale[v],
                                minimum_term[v]);
-      const size_t k = b * G + i;
+        if constexpr (kDequantizes) hn::Store(w[v], d, block + k * kPanelRows + v * kLanesF);
+      }
       for (size_t r = 0; r < R; ++r) {
         const VF xr = hn::Set(d, x[r * x_stride + k]);
         for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::MulAdd(xr, w[v], acc[r][v]);
@@ -183,6 +191,18 @@ HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource wei
       const size_t column = v * kLanesF;
       if (column < valid_columns) StoreOutputs(d, acc[r][v], y + r * y_stride + column, valid_columns - column);
     }
+}
+
+template <size_t R, size_t P, DType kDtype>
+HWY_NOINLINE void QuantizedTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
+                                size_t y_stride, size_t valid_columns, bool, Prefetch) {
+  QuantizedRows<R, P, kDtype, false>(x, x_stride, weights, inputs, y, y_stride, valid_columns, true, nullptr);
+}
+
+template <size_t R, DType kDtype>
+HWY_NOINLINE void DequantizingTile(const float* x, size_t x_stride, PanelSource weights, size_t inputs, float* y,
+                                   size_t y_stride, size_t valid_columns, bool first, float* block) {
+  QuantizedRows<R, 1, kDtype, true>(x, x_stride, weights, inputs, y, y_stride, valid_columns, first, block);
 }
 
 using TileFn = void (*)(const float*, size_t, PanelSource, size_t, float*, size_t, size_t, bool, Prefetch);
@@ -283,6 +303,33 @@ void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_
   }
 }
 
+// Rows up to which a block's last row tile, where it has no more, runs first and dequantises the
+// block for the others as it goes (DequantizingTile), in place of DequantizePanel's pass: with
+// AVX2, whose 16 registers hold such a tile of one panel (4 rows: 8 chains, 2 weights, their
+// scales and minimums, an input). There its products run beside the dequantising and the wait for
+// the weights, which stalled the pass with nothing else to do (exact pp512 in 16-token chunks on
+// a 2-core Xeon, medians of 5 interleaved runs: SmolLM2 592 -> 633 t/s, Gemma 3 270M 660 -> 718;
+// whole prompts, whose last tile of 2 rows now dequantises, the same). AVX-512 runs chunks of up
+// to 16 rows in ChunkTile.
+constexpr size_t kDequantizingRows = kLanesF == 8 ? 4 : 0;
+
+// DequantizingTile of `rows` rows (1 .. kDequantizingRows) of x over inputs k0 .. k0 + block_k - 1
+// of the quantised panel `panel`.
+void RunDequantizingTile(const MatrixView& w, size_t panel, size_t k0, size_t block_k, size_t rows, const float* x,
+                         float* y, size_t valid_columns, float* block) {
+  WithWeightType(w.dtype, [&](auto type) {
+    if constexpr (is_quantized(type()) && kDequantizingRows > 0) {
+      constexpr size_t G = quant_group_size(type());
+      using Fn = void (*)(const float*, size_t, PanelSource, size_t, float*, size_t, size_t, bool, float*);
+      constexpr Fn kTiles[] = {&DequantizingTile<1, type()>, &DequantizingTile<2, type()>,
+                               &DequantizingTile<3, type()>, &DequantizingTile<4, type()>};
+      static_assert(std::size(kTiles) == kDequantizingRows);
+      const PanelSource tiles{&w.tile<G>(panel, k0 / G), w.cols / G, 0};
+      kTiles[rows - 1](x + k0, w.cols, tiles, block_k, y, w.rows, valid_columns, k0 == 0, block);
+    }
+  });
+}
+
 // Quantised weights: dequantise a block of group `g`'s weights to f32 once, k-major across the
 // group's panels, then run every row tile over it. The chains continue across blocks in y.
 void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, size_t g) {
@@ -291,17 +338,27 @@ void BlockedGroup(const float* x, size_t rows, const MatrixView& w, float* y, si
   const PanelGroup group(w, g);
   const PanelSource widened{block.get(), kPanelRows, group.panels * kPanelRows};
   Prefetch next = NextGroup(w, group);
-  const size_t row_tiles = (rows + kTileRows - 1) / kTileRows;
+  const size_t last_rows = rows % kTileRows;  // of the last row tile, if it is not a full one
+  const bool dequantizing = last_rows != 0 && last_rows <= kDequantizingRows && group.panels == 1;
+  // The row tiles that share the prefetching of the next group (not a DequantizingTile).
+  const size_t full_tiles = rows / kTileRows;
+  const size_t row_tiles = dequantizing ? full_tiles : (rows + kTileRows - 1) / kTileRows;
   for (size_t k0 = 0; k0 < w.cols; k0 += kBlockK) {
     const size_t block_k = std::min(kBlockK, w.cols - k0);
-    WithWeightType(w.dtype, [&](auto type) {
-      if constexpr (is_quantized(type()))
-        for (size_t p = 0; p < group.panels; ++p)
-          DequantizePanel<type()>(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
-    });
-    for (size_t m0 = 0; m0 < rows; m0 += kTileRows) {
+    if (dequantizing) {
+      const size_t m0 = rows - last_rows;
+      RunDequantizingTile(w, group.first_panel, k0, block_k, last_rows, x + m0 * w.cols, y + m0 * w.rows + group.n0,
+                          group.valid_columns, block.get());
+    } else {
+      WithWeightType(w.dtype, [&](auto type) {
+        if constexpr (is_quantized(type()))
+          for (size_t p = 0; p < group.panels; ++p)
+            DequantizePanel<type()>(w, group.first_panel + p, k0, block_k, p, group.panels, block.get());
+      });
+    }
+    for (size_t m0 = 0; m0 < (dequantizing ? full_tiles * kTileRows : rows); m0 += kTileRows) {
       const size_t tile_rows = std::min(kTileRows, rows - m0);
-      const size_t tiles_left = (w.cols - k0 - 1) / kBlockK * row_tiles + (rows - m0 + kTileRows - 1) / kTileRows;
+      const size_t tiles_left = (w.cols - k0 - 1) / kBlockK * row_tiles + row_tiles - m0 / kTileRows;
       const Prefetch prefetch = next.share(tiles_left);
       SelectTile(DType::F32, tile_rows, group.panels)(x + m0 * w.cols + k0, w.cols, widened, block_k,
                                                       y + m0 * w.rows + group.n0, w.rows, group.valid_columns, k0 == 0,

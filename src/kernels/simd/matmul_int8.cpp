@@ -296,9 +296,10 @@ Int8TileFn SelectInt8Tile(size_t rows, size_t panels, Entries entries) {
     return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kPacked>
                        : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kPacked>;
   } else {
-    if (kFirstTileUnpacks && entries == Entries::kUnpacking)
-      return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kUnpacking>
-                         : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kUnpacking>;
+    if constexpr (kFirstTileUnpacks)  // elsewhere no tile unpacks for the others: none compiled
+      if (entries == Entries::kUnpacking)
+        return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kUnpacking>
+                           : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kUnpacking>;
     return panels == 1 ? &Int8Tile<kDtype, kTileRows, 1, Entries::kUnpacked>
                        : &Int8Tile<kDtype, kTileRows, kTilePanels, Entries::kUnpacked>;
   }

@@ -160,24 +160,33 @@ TEST_F(SchedulerThreadTest, CancelEndsARunningRequestBeforeTheNextStep) {
 TEST_F(SchedulerThreadTest, CancelDropsAWaitingRequest) {
   BatchEngine engine(model_, pool(400));
   SchedulerThread scheduler(engine, {1, 0, 0});
-  // The first request's first token holds the scheduler's thread while the second is queued.
-  std::promise<void> running, go_on;
+  // The first request's first token holds the scheduler's thread while the second is queued;
+  // once both queued requests are dropped, its next token holds it until it is cancelled too
+  // (left running, it could reach its 300 tokens first on a busy machine).
+  std::promise<void> running, go_on, a_cancelled;
   std::promise<Generation> first, second;
   bool started = false;
+  int dropped_count = 0;  // on the scheduler's thread
   const auto a = scheduler.submit(
       request({1, 2, 3}, 300),
       [&](const SampledToken&) {
         if (!started) started = true, running.set_value(), go_on.get_future().wait();
+        else if (dropped_count == 2) ++dropped_count, a_cancelled.get_future().wait();
         return true;
       },
       [&](Generation g) { first.set_value(std::move(g)); });
   running.get_future().wait();
-  const auto b = scheduler.submit(request({4, 5, 6}, 2, 1.0, 77), nullptr,
-                                  [&](Generation g) { second.set_value(std::move(g)); });
+  const auto b = scheduler.submit(request({4, 5, 6}, 2, 1.0, 77), nullptr, [&](Generation g) {
+    ++dropped_count;
+    second.set_value(std::move(g));
+  });
   GenerationRequest greedy = request({7, 8}, 2);
   greedy.sampling.seed.reset();  // a greedy request has none (the 1 left in its storage must not show)
   std::promise<Generation> third;
-  const auto c = scheduler.submit(greedy, nullptr, [&](Generation g) { third.set_value(std::move(g)); });
+  const auto c = scheduler.submit(greedy, nullptr, [&](Generation g) {
+    ++dropped_count;
+    third.set_value(std::move(g));
+  });
   const SchedulerThread::Status status = scheduler.status();  // as of the last step: `a` may count as waiting
   EXPECT_GE(status.waiting, 2u);
   EXPECT_EQ(status.waiting + status.running, 3u);
@@ -192,6 +201,7 @@ TEST_F(SchedulerThreadTest, CancelDropsAWaitingRequest) {
   EXPECT_EQ(dropped_greedy.stop, StopReason::Cancelled);
   EXPECT_EQ(dropped_greedy.seed, 0u);
   scheduler.cancel(a);
+  a_cancelled.set_value();
   EXPECT_EQ(first.get_future().get().stop, StopReason::Cancelled);
   ASSERT_TRUE(scheduler.wait_idle(10s));
   EXPECT_EQ(scheduler.status().kv.used, 0u);

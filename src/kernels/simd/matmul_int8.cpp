@@ -52,10 +52,12 @@ constexpr size_t kDecodePanels = kLanesF == 16 ? 4 : 2;
 // AVX2 a tile's integer products take several instructions per 32 bytes of weights, and without
 // it the loads waited on memory: tg64 on Zen 4 (AVX2 kernels, medians of 8 interleaved runs)
 // SmolLM2 Q4_1 120 -> 138 t/s, Gemma 3 270M 59 -> 64. With AVX-512's 4-panel tiles it made
-// decode 5-15% slower (AVX3 and AVX3_DL alike), as it did the exact path's on AVX2. A decode
-// tile asks for them into L2, the chunks' row tiles into L1: Gemma's tg64 with the AVX2 kernels,
-// two threads, medians of 5 interleaved runs 102.3 -> 112.4 t/s (one thread 66.0 -> 73.3),
-// SmolLM2's 238.7 -> 244.2.
+// decode 5-15% slower (AVX3 and AVX3_DL alike), as it did the exact path's on AVX2. Into L2, not
+// L1: decode, Gemma's tg64 with the AVX2 kernels, two threads, medians of 5 interleaved runs
+// 102.3 -> 112.4 t/s (one thread 66.0 -> 73.3), SmolLM2's 238.7 -> 244.2; and a chunk's row tiles
+// (int8 pp512 in chunks of 16 on a 2-core Xeon, medians of 5-7 interleaved runs: Gemma 3 270M
+// 1454 -> 1500 t/s, SmolLM2 1438 -> 1450, with the AVX2 kernels 754 -> 771 and 730 -> 741; whole
+// prompts within 2%: most likely the next group's lines wait less for L1's few miss buffers).
 // Where it does not, a decode tile asks for each panel's tile kDecodeAheadTiles ahead, into L2, as
 // the exact decode tiles do: Gemma 3 270M tg64 with the AVX3_DL kernels on Zen 4, medians of
 // interleaved runs, one thread 53 -> 59-63 t/s, two threads 86-90 -> 95 (two tiles ahead alike,
@@ -183,7 +185,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
   for (size_t r = 0; r < R; ++r)
     for (size_t v = 0; v < kVectors; ++v) acc[r][v] = hn::Zero(df);
   for (size_t b = 0; b < blocks; ++b) {
-    PrefetchStep(prefetch, b, blocks, /*into_l2=*/R == 1);
+    PrefetchStep(prefetch, b, blocks);
     const unsigned char* tile[P];
     for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
     unsigned char* unpacked[P];

@@ -100,11 +100,11 @@ HWY_INLINE void PrefetchIntoL2(const void* p) { __builtin_prefetch(p, 0, 2); }
 constexpr size_t kDecodeAheadTiles = 4;
 
 // Step `step` of `steps` of a loop that spreads the prefetching of `prefetch` evenly over its
-// steps, into L1, or with `into_l2` into L2.
-HWY_INLINE void PrefetchStep(Prefetch prefetch, size_t step, size_t steps, bool into_l2 = false) {
+// steps, into L2.
+HWY_INLINE void PrefetchStep(Prefetch prefetch, size_t step, size_t steps) {
   const size_t per_step = (prefetch.lines + steps - 1) / steps;
   for (size_t line = step * per_step; line < std::min(prefetch.lines, (step + 1) * per_step); ++line)
-    into_l2 ? PrefetchIntoL2(prefetch.start + line * 64) : hwy::Prefetch(prefetch.start + line * 64);
+    PrefetchIntoL2(prefetch.start + line * 64);
 }
 
 // Panels first .. first+count-1 of w, those that exist (none past the last).

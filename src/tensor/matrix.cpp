@@ -26,24 +26,29 @@ void pack_panels(const unsigned char* source, size_t rows, size_t cols, std::spa
   }
 }
 
-// Group b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16.
-template <size_t G>
+// Group b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16 (`out` zeroed).
+template <size_t G, bool kNibbles>
 void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
-                std::span<const size_t> source_rows, QuantTile<G>* out) {
+                std::span<const size_t> source_rows, QuantTile<G, kNibbles>* out) {
   const size_t block = dtype_block_elements(dtype);
   const size_t groups_per_block = block / G;
   QuantGroup groups[kMaxQuantGroups];
   for (size_t n = 0; n < rows; ++n) {
     const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
     const size_t j = n % kPanelRows;
-    QuantTile<G>* panel = out + (n / kPanelRows) * (cols / G);
+    QuantTile<G, kNibbles>* panel = out + (n / kPanelRows) * (cols / G);
     for (size_t at = 0; at < cols; at += block) {
       read_block(dtype, row + dtype_bytes(dtype, at), groups);
       for (size_t g = 0; g < groups_per_block; ++g) {
-        QuantTile<G>& tile = panel[at / G + g];
+        QuantTile<G, kNibbles>& tile = panel[at / G + g];
         tile.scale[j] = groups[g].scale;
         tile.minimum_term[j] = exact_minimum_term(dtype, groups[g].minimum);
-        for (size_t i = 0; i < G; ++i) tile.entries[i][j] = groups[g].entries[i];
+        for (size_t i = 0; i < G; ++i) {
+          if constexpr (kNibbles)
+            tile.entries[i / 2][j] |= uint8_t((groups[g].entries[i] + int8_packing(dtype).offset) << (i % 2 * 4));
+          else
+            tile.entries[i][j] = groups[g].entries[i];
+        }
       }
     }
   }
@@ -111,7 +116,7 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
 size_t PackedMatrix::packed_bytes(DType dtype, size_t rows, size_t cols, Numerics numerics) {
   const MatrixView shape{dtype, rows, cols, nullptr, is_quantized(dtype) ? numerics : Numerics::Exact};
   const std::string what = "a packed " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix";
-  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 20 to 24), so
+  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 12 to 24), so
   // checking that bound first lets panel_bytes() compute it.
   checked_mul(cols, kPanelRows * sizeof(float), what);
   return checked_round_up(checked_mul(shape.panels(), shape.panel_bytes(), what), 64, what);
@@ -133,10 +138,14 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
     default:
       if (numerics == Numerics::Int8)
         pack_int8_tiles(dtype, in, rows, cols, source_rows, out);
+      else if (quant_group_size(dtype) == 16 && exact_nibbles(dtype))
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16, true>*>(storage));
       else if (quant_group_size(dtype) == 16)
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16>*>(storage));
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16, false>*>(storage));
+      else if (exact_nibbles(dtype))
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32, true>*>(storage));
       else
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32>*>(storage));
+        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32, false>*>(storage));
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <type_traits>
 
 #include "ditto/dtype.h"
 #include "ditto/numerics.h"
@@ -21,16 +22,37 @@ namespace ditto {
 // G..2G-1, ... of its 16 outputs.
 inline constexpr size_t kPanelRows = 16;
 
+// Whether an exact tile holds its entries as nibbles, two to a byte: the types whose entries
+// plus their offset (int8_packing) fit in 4 bits (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K). Decode streams
+// the tiles, and then reads 6 bits a weight instead of 10.
+constexpr bool exact_nibbles(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return packing.nibbles() && packing.high_bits() == 0;
+}
+
 // G inputs x 16 outputs of a quantised matrix: each output's group with its f32 scale and
-// minimum term (QuantGroup, exact_minimum_term) and its entries one per byte, input-major, so
-// that a vector load reads one input of all 16 outputs. Entry (n, k) is dequantize(dtype,
-// scale[n%16], exact_minimum_term(dtype, minimum_term[n%16]), entries[k%G][n%16]).
-template <size_t G>
+// minimum term (QuantGroup, exact_minimum_term) and its entries input-major, so that a vector
+// load reads one input of all 16 outputs: one per byte, or with kNibbles two inputs to a byte,
+// input 2c in the low 4 bits of nibbles[c] and input 2c + 1 in the high, each plus the type's
+// offset. Entry (n, k) is dequantize(dtype, scale[n%16], exact_minimum_term(dtype,
+// minimum_term[n%16]), entry(k%G, n%16)).
+template <size_t G, bool kNibbles>
 struct QuantTile {
   float scale[kPanelRows];
   float minimum_term[kPanelRows];
-  int8_t entries[G][kPanelRows];
+  std::conditional_t<kNibbles, uint8_t[G / 2][kPanelRows], int8_t[G][kPanelRows]> entries;
+
+  int entry(DType dtype, size_t i, size_t o) const {
+    if constexpr (kNibbles) {
+      const unsigned byte = entries[i / 2][o];
+      return int(i % 2 == 0 ? byte & 0x0f : byte >> 4) - int8_packing(dtype).offset;
+    }
+    return entries[i][o];
+  }
 };
+// The exact tile of a quantised type.
+template <DType kDtype>
+using ExactTile = QuantTile<quant_group_size(kDtype), exact_nibbles(kDtype)>;
 
 // What an exact tile holds for a minimum: the term one fma adds to scale * entry, so -minimum
 // for the types that subtract it — but a NaN as it is, since product - NaN gives the NaN's own
@@ -39,7 +61,15 @@ struct QuantTile {
 inline float exact_minimum_term(DType dtype, float minimum) {
   return quant_minimum(dtype) == QuantMinimum::Subtracted && !std::isnan(minimum) ? -minimum : minimum;
 }
-static_assert(sizeof(QuantTile<32>) % 64 == 0 && sizeof(QuantTile<16>) % 64 == 0, "tiles keep 64-byte alignment");
+static_assert(sizeof(QuantTile<32, false>) % 64 == 0 && sizeof(QuantTile<16, false>) % 64 == 0 &&
+                  sizeof(QuantTile<32, true>) % 64 == 0 && sizeof(QuantTile<16, true>) % 64 == 0,
+              "tiles keep 64-byte alignment");
+// Bytes of an exact tile of a quantised type.
+constexpr size_t exact_tile_bytes(DType dtype) {
+  const bool nibbles = exact_nibbles(dtype);
+  if (quant_group_size(dtype) == 16) return nibbles ? sizeof(QuantTile<16, true>) : sizeof(QuantTile<16, false>);
+  return nibbles ? sizeof(QuantTile<32, true>) : sizeof(QuantTile<32, false>);
+}
 
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
 // per panel and block of 32 inputs one tile of int8_tile_bytes(dtype) bytes, holding the 16
@@ -80,15 +110,14 @@ struct MatrixView {
   size_t panel_bytes() const {
     if (!is_quantized(dtype)) return cols * kPanelRows * dtype_size(dtype);
     if (numerics == Numerics::Int8) return cols / kInt8Block * int8_tile_bytes(dtype);
-    const size_t group = quant_group_size(dtype);
-    return cols / group * (group == 16 ? sizeof(QuantTile<16>) : sizeof(QuantTile<32>));
+    return cols / quant_group_size(dtype) * exact_tile_bytes(dtype);
   }
   const void* panel(size_t p) const { return static_cast<const unsigned char*>(data) + p * panel_bytes(); }
-  // The tile of a quantised matrix (G = quant_group_size(dtype)) for panel p and inputs
-  // G*b .. G*b+G-1.
-  template <size_t G>
-  const QuantTile<G>& tile(size_t p, size_t b) const {
-    return static_cast<const QuantTile<G>*>(panel(p))[b];
+  // The tile of a quantised matrix of kDtype (G = quant_group_size(kDtype)) for panel p and
+  // inputs G*b .. G*b+G-1.
+  template <DType kDtype>
+  const ExactTile<kDtype>& tile(size_t p, size_t b) const {
+    return static_cast<const ExactTile<kDtype>*>(panel(p))[b];
   }
   // The Int8 tile of panel p and inputs 32 b .. 32 b + 31.
   const unsigned char* int8_tile(size_t p, size_t b) const {
@@ -96,7 +125,6 @@ struct MatrixView {
   }
   float at(size_t n, size_t k) const {
     if (!is_quantized(dtype)) return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
-    if (numerics == Numerics::Exact) return quant_group_size(dtype) == 16 ? quantized_at<16>(n, k) : quantized_at<32>(n, k);
     const size_t g = k / quant_group_size(dtype);
     return dequantize(dtype, group_scale(n, g), group_minimum(n, g), entry(n, k));
   }
@@ -116,11 +144,16 @@ struct MatrixView {
 
  private:
   float group_field(size_t n, size_t g, size_t field) const;
-  template <size_t G>
-  float quantized_at(size_t n, size_t k) const {
-    const QuantTile<G>& t = tile<G>(n / kPanelRows, k / G);
-    const size_t j = n % kPanelRows;
-    return dequantize(dtype, t.scale[j], exact_minimum_term(dtype, t.minimum_term[j]), t.entries[k % G][j]);
+  // Calls visit(tile) with the exact tile of output n's group g, of its type.
+  template <class Visit>
+  decltype(auto) with_exact_tile(size_t n, size_t g, const Visit& visit) const {
+    const void* at = static_cast<const unsigned char*>(panel(n / kPanelRows)) + g * exact_tile_bytes(dtype);
+    const bool nibbles = exact_nibbles(dtype);
+    if (quant_group_size(dtype) == 16)
+      return nibbles ? visit(*static_cast<const QuantTile<16, true>*>(at))
+                     : visit(*static_cast<const QuantTile<16, false>*>(at));
+    return nibbles ? visit(*static_cast<const QuantTile<32, true>*>(at))
+                   : visit(*static_cast<const QuantTile<32, false>*>(at));
   }
 };
 
@@ -128,8 +161,7 @@ inline int MatrixView::entry(size_t n, size_t k) const {
   const size_t o = n % kPanelRows;
   if (numerics == Numerics::Exact) {
     const size_t group = quant_group_size(dtype);
-    return group == 16 ? tile<16>(n / kPanelRows, k / 16).entries[k % 16][o]
-                       : tile<32>(n / kPanelRows, k / 32).entries[k % 32][o];
+    return with_exact_tile(n, k / group, [&](const auto& t) { return t.entry(dtype, k % group, o); });
   }
   const Int8Packing packing = int8_packing(dtype);
   const unsigned char* entries = int8_tile(n / kPanelRows, k / kInt8Block) + int8_fields_bytes(dtype);
@@ -149,15 +181,8 @@ inline int MatrixView::entry(size_t n, size_t k) const {
 
 inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
   const size_t o = n % kPanelRows;
-  const size_t group = quant_group_size(dtype);
-  if (numerics == Numerics::Exact) {
-    if (group == 16) {
-      const QuantTile<16>& t = tile<16>(n / kPanelRows, g);
-      return field == 0 ? t.scale[o] : t.minimum_term[o];
-    }
-    const QuantTile<32>& t = tile<32>(n / kPanelRows, g);
-    return field == 0 ? t.scale[o] : t.minimum_term[o];
-  }
+  if (numerics == Numerics::Exact)
+    return with_exact_tile(n, g, [&](const auto& t) { return field == 0 ? t.scale[o] : t.minimum_term[o]; });
   const Int8Packing packing = int8_packing(dtype);
   if (field == 1 && !packing.minimum) return 0.0f;
   const size_t groups = packing.groups, at = (field * groups + g % groups) * kPanelRows + o;

@@ -33,7 +33,7 @@ constexpr bool exact_nibbles(DType dtype) {
 // G inputs x 16 outputs of a quantised matrix: each output's group with its f32 scale and
 // minimum term (QuantGroup, exact_minimum_term) and its entries input-major, so that a vector
 // load reads one input of all 16 outputs: one per byte, or with kNibbles two inputs to a byte,
-// input 2c in the low 4 bits of nibbles[c] and input 2c + 1 in the high, each plus the type's
+// input 2c in the low 4 bits of entries[c] and input 2c + 1 in the high, each plus the type's
 // offset. Entry (n, k) is dequantize(dtype, scale[n%16], exact_minimum_term(dtype,
 // minimum_term[n%16]), entry(k%G, n%16)).
 template <size_t G, bool kNibbles>
@@ -46,8 +46,9 @@ struct QuantTile {
     if constexpr (kNibbles) {
       const unsigned byte = entries[i / 2][o];
       return int(i % 2 == 0 ? byte & 0x0f : byte >> 4) - int8_packing(dtype).offset;
+    } else {
+      return entries[i][o];
     }
-    return entries[i][o];
   }
 };
 // The exact tile of a quantised type.
@@ -123,11 +124,7 @@ struct MatrixView {
   const unsigned char* int8_tile(size_t p, size_t b) const {
     return static_cast<const unsigned char*>(panel(p)) + b * int8_tile_bytes(dtype);
   }
-  float at(size_t n, size_t k) const {
-    if (!is_quantized(dtype)) return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
-    const size_t g = k / quant_group_size(dtype);
-    return dequantize(dtype, group_scale(n, g), group_minimum(n, g), entry(n, k));
-  }
+  float at(size_t n, size_t k) const;
   // A quantised matrix in either packing: the entry (n, k) and the scale and minimum of
   // output n's group g (inputs g G .. g G + G - 1, G = quant_group_size(dtype)).
   int entry(size_t n, size_t k) const;
@@ -156,6 +153,17 @@ struct MatrixView {
                    : visit(*static_cast<const QuantTile<32, false>*>(at));
   }
 };
+
+inline float MatrixView::at(size_t n, size_t k) const {
+  if (!is_quantized(dtype)) return load_as_f32(panel(n / kPanelRows), dtype, k * kPanelRows + n % kPanelRows);
+  const size_t group = quant_group_size(dtype), g = k / group;
+  if (numerics == Numerics::Exact)
+    return with_exact_tile(n, g, [&](const auto& t) {
+      const size_t o = n % kPanelRows;
+      return dequantize(dtype, t.scale[o], exact_minimum_term(dtype, t.minimum_term[o]), t.entry(dtype, k % group, o));
+    });
+  return dequantize(dtype, group_scale(n, g), group_minimum(n, g), entry(n, k));
+}
 
 inline int MatrixView::entry(size_t n, size_t k) const {
   const size_t o = n % kPanelRows;

@@ -138,14 +138,10 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
     default:
       if (numerics == Numerics::Int8)
         pack_int8_tiles(dtype, in, rows, cols, source_rows, out);
-      else if (quant_group_size(dtype) == 16 && exact_nibbles(dtype))
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16, true>*>(storage));
-      else if (quant_group_size(dtype) == 16)
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<16, false>*>(storage));
-      else if (exact_nibbles(dtype))
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32, true>*>(storage));
       else
-        pack_tiles(dtype, in, rows, cols, source_rows, static_cast<QuantTile<32, false>*>(storage));
+        with_exact_tile_type(dtype, [&](auto tile) {
+          pack_tiles(dtype, in, rows, cols, source_rows, static_cast<typename decltype(tile)::type*>(storage));
+        });
   }
   PackedMatrix packed;
   packed.storage_.reset(storage);

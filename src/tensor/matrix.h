@@ -65,11 +65,19 @@ inline float exact_minimum_term(DType dtype, float minimum) {
 static_assert(sizeof(QuantTile<32, false>) % 64 == 0 && sizeof(QuantTile<16, false>) % 64 == 0 &&
                   sizeof(QuantTile<32, true>) % 64 == 0 && sizeof(QuantTile<16, true>) % 64 == 0,
               "tiles keep 64-byte alignment");
+// Calls visit(std::type_identity<T>{}) with T the exact tile of a quantised type known only when
+// running (ExactTile where it is known when compiling).
+template <class Visit>
+constexpr decltype(auto) with_exact_tile_type(DType dtype, const Visit& visit) {
+  const bool nibbles = exact_nibbles(dtype);
+  if (quant_group_size(dtype) == 16)
+    return nibbles ? visit(std::type_identity<QuantTile<16, true>>{})
+                   : visit(std::type_identity<QuantTile<16, false>>{});
+  return nibbles ? visit(std::type_identity<QuantTile<32, true>>{}) : visit(std::type_identity<QuantTile<32, false>>{});
+}
 // Bytes of an exact tile of a quantised type.
 constexpr size_t exact_tile_bytes(DType dtype) {
-  const bool nibbles = exact_nibbles(dtype);
-  if (quant_group_size(dtype) == 16) return nibbles ? sizeof(QuantTile<16, true>) : sizeof(QuantTile<16, false>);
-  return nibbles ? sizeof(QuantTile<32, true>) : sizeof(QuantTile<32, false>);
+  return with_exact_tile_type(dtype, [](auto tile) { return sizeof(typename decltype(tile)::type); });
 }
 
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
@@ -145,12 +153,9 @@ struct MatrixView {
   template <class Visit>
   decltype(auto) with_exact_tile(size_t n, size_t g, const Visit& visit) const {
     const void* at = static_cast<const unsigned char*>(panel(n / kPanelRows)) + g * exact_tile_bytes(dtype);
-    const bool nibbles = exact_nibbles(dtype);
-    if (quant_group_size(dtype) == 16)
-      return nibbles ? visit(*static_cast<const QuantTile<16, true>*>(at))
-                     : visit(*static_cast<const QuantTile<16, false>*>(at));
-    return nibbles ? visit(*static_cast<const QuantTile<32, true>*>(at))
-                   : visit(*static_cast<const QuantTile<32, false>*>(at));
+    return with_exact_tile_type(dtype, [&](auto tile) -> decltype(auto) {
+      return visit(*static_cast<const typename decltype(tile)::type*>(at));
+    });
   }
 };
 

@@ -175,8 +175,11 @@ HWY_INLINE void DequantizePair(DF d, const ExactTile<kDtype>& tile, size_t i, si
 
 // The lines of a tile that its reader asks for ahead, one with each pair of inputs.
 template <DType kDtype>
-constexpr size_t kTileLines = sizeof(ExactTile<kDtype>) / 64;
-static_assert(kTileLines<DType::Q4_1> <= 16 && kTileLines<DType::Q6_K> <= 8, "a line per pair of inputs at most");
+constexpr size_t TileLines() {
+  constexpr size_t kLines = sizeof(ExactTile<kDtype>) / 64;
+  static_assert(kLines <= quant_group_size(kDtype) / 2, "a line per pair of inputs at most");
+  return kLines;
+}
 
 // Tile() for quantised weights and few rows: each input's entries are dequantised in registers
 // with the scales of their block. Always starts the chains (DirectGroup runs whole rows).
@@ -217,7 +220,7 @@ HWY_INLINE void QuantizedRows(const float* x, size_t x_stride, PanelSource weigh
       minimum_term[v] = hn::Load(d, tile[v]->minimum_term + (v % kVectorsPerPanel) * kLanesF);
     }
     for (size_t i = 0; i < G; i += 2) {
-      if (i / 2 < kTileLines<kDtype> && b + kDecodeAheadTiles < blocks)
+      if (i / 2 < TileLines<kDtype>() && b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
           PrefetchIntoL2(reinterpret_cast<const char*>(tile[p * kVectorsPerPanel] + kDecodeAheadTiles) + i / 2 * 64);
       VF w[2][kVectors];
@@ -457,7 +460,7 @@ HWY_NOINLINE void ChunkTile(const float* packed, size_t valid_rows, const Matrix
     const VF scale = hn::Load(d, tile.scale), minimum_term = hn::Load(d, tile.minimum_term);
     const auto* ahead = reinterpret_cast<const char*>(&tile + kDecodeAheadTiles);
     for (size_t i = 0; i < G; i += 2) {
-      if (i / 2 < kTileLines<kDtype> && ahead + i / 2 * 64 < matrix_end) PrefetchIntoL2(ahead + i / 2 * 64);
+      if (i / 2 < TileLines<kDtype>() && ahead + i / 2 * 64 < matrix_end) PrefetchIntoL2(ahead + i / 2 * 64);
       VF weight[2];
       DequantizePair<kDtype>(d, tile, i, 0, scale, minimum_term, weight[0], weight[1]);
       for (size_t s = 0; s < 2; ++s) {

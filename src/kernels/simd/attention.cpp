@@ -358,29 +358,42 @@ HWY_INLINE void WithRowType(DType type, const Visit& visit) {
   }
 }
 
+// Runs of keys a register tile of scores read in place takes its keys from, side by side (see
+// ScoreRange).
+constexpr size_t kKeyRuns = 4;
+
 // Scores of row-heads rh[0 .. n) (n <= NR) for keys k0 .. k1 - 1, of the key block whose rows
-// start at position b0.
+// start at position b0, read where they lie. The keys are cut into kKeyRuns runs, and a register
+// tile takes NK / kKeyRuns consecutive keys of each, so that the rows it reads lie in that many
+// cache blocks (pages) at once: the hardware's prefetcher then keeps each run's lines coming,
+// where a tile of consecutive keys read one page at a time and waited on memory (decode at depth
+// 4,096 on a 2-core Xeon, attention_bench: 16.6 -> 20 GB/s). Each score is the same dot product
+// whichever keys share its tile.
 template <DType T, size_t NR>
 void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* key_rows,
                 const unsigned char* const* ahead_rows, size_t b0, size_t k0, size_t k1, size_t base, size_t head_dim,
                 VF scale) {
   constexpr size_t NK = kLanesF / NR;
+  constexpr size_t kRuns = std::min(kKeyRuns, NK), kPerRun = NK / kRuns;
   const float* q[NR];
   for (size_t r = 0; r < NR; ++r) q[r] = rh[std::min(r, n - 1)].q;
-  for (size_t j = k0; j < k1; j += NK) {
-    const size_t count = std::min(NK, k1 - j);
+  // Keys k0 + s * run .. of run s, run a whole number of kPerRun.
+  const size_t run = ((k1 - k0 + kRuns - 1) / kRuns + kPerRun - 1) / kPerRun * kPerRun;
+  for (size_t t = 0; t < run; t += kPerRun) {
     const unsigned char *keys[NK], *ahead[NK];
     for (size_t k = 0; k < NK; ++k) {
-      const size_t row = std::min(j + k, k1 - 1) - b0;
+      const size_t row = std::min(k0 + k / kPerRun * run + t + k % kPerRun, k1 - 1) - b0;
       keys[k] = key_rows[row];
       ahead[k] = ahead_rows[row];
     }
     HWY_ALIGN float lanes[kLanesF];
     hn::Store(ScoreTile<T, NR, NK>(d, q, keys, ahead, head_dim, scale), d, lanes);
-    for (size_t r = 0; r < n; ++r) {
-      float* to = rh[r].probs + (j - base);
-      if (count == NK) std::memcpy(to, lanes + r * NK, NK * sizeof(float));
-      else std::memcpy(to, lanes + r * NK, count * sizeof(float));
+    for (size_t s = 0; s < kRuns; ++s) {
+      const size_t first = k0 + s * run + t;
+      if (first >= k1) break;
+      const size_t count = std::min(kPerRun, k1 - first);
+      for (size_t r = 0; r < n; ++r)
+        std::memcpy(rh[r].probs + (first - base), lanes + r * NK + s * kPerRun, count * sizeof(float));
     }
   }
 }
@@ -390,10 +403,12 @@ void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* k
 void ScoreKeys(DF d, const Tile& tile, const ref::KVLayerView& cache, float scale, size_t k0, size_t k1,
                float* widened) {
   const VF scale_v = hn::Set(d, scale);
-  const unsigned char *rows[kKeyBlock], *ahead[kKeyBlock];
+  const unsigned char *rows[kBlockRows], *ahead[kBlockRows];
   const size_t count = tile.heads.size();
-  for (size_t b0 = k0; b0 < k1; b0 += kKeyBlock) {
-    const size_t b1 = std::min(k1, b0 + kKeyBlock);
+  // Keys read in place come kBlockRows at a time, so that ScoreRange's runs lie in several pages.
+  const size_t block = WidenFor(tile) ? kKeyBlock : kBlockRows;
+  for (size_t b0 = k0; b0 < k1; b0 += block) {
+    const size_t b1 = std::min(k1, b0 + block);
     const DType type = Rows(d, cache, cache.k, tile, b0, b1 - b0, 0, cache.head_dim, false, widened, rows, ahead);
     WithRowType(type, [&](auto row_type) {
       constexpr DType T = decltype(row_type)::value;

@@ -367,7 +367,7 @@ constexpr size_t kKeyRuns = 4;
 // tile takes NK / kKeyRuns consecutive keys of each, so that the rows it reads lie in that many
 // cache blocks (pages) at once: the hardware's prefetcher then keeps each run's lines coming,
 // where a tile of consecutive keys read one page at a time and waited on memory (decode at depth
-// 4,096 on a 2-core Xeon, attention_bench: 16.6 -> 20 GB/s). Each score is the same dot product
+// 4,096 on a 2-core Xeon, attention_bench: 16-19 -> 20-23 GB/s). Each score is the same dot product
 // whichever keys share its tile.
 template <DType T, size_t NR>
 void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* key_rows,

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -669,6 +670,15 @@ hwy::AlignedFreeUniquePtr<float[]> WidenedBuffer(size_t head_dim) {
   return hwy::AllocateAligned<float>(kBlockRows * head_dim);
 }
 
+// Whether `rows` are consecutive positions of one sequence, each seeing at least kChunkDepth times
+// as many keys as there are rows: then their first and second halves cost within 11% of each other.
+constexpr size_t kChunkDepth = 4;
+bool ChunkAtDepth(std::span<const ref::AttentionRow> rows, const ref::AttentionParams& params) {
+  for (size_t t = 1; t < rows.size(); ++t)
+    if (rows[t].blocks != rows[0].blocks || rows[t].position != rows[0].position + t) return false;
+  return rows[0].position + 1 - params.first_key(rows[0].position) >= kChunkDepth * rows.size();
+}
+
 void Attention(const float* q, std::span<const ref::AttentionRow> rows, const ref::KVLayerView& cache, size_t heads,
                const ref::AttentionParams& params, float* out, int threads) {
   if (cache.head_dim % 16 != 0) return ref::attention(q, rows, cache, heads, params, out, threads);
@@ -677,8 +687,13 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   const size_t group = heads / kv_heads, width = heads * head_dim, vectors = head_dim / kLanesF;
   // Rows per tile: as many as kTileRowHeads allows, but fewer where that would leave too few tiles
   // for the threads (a 16-row chunk of one sequence gives one tile per kv head), so that
-  // prefill keeps one job per tile rather than the split of decode below.
-  const size_t runs_wanted = threads == 1 ? 1 : (2 * size_t(threads) + kv_heads - 1) / kv_heads;
+  // prefill keeps one job per tile rather than the split of decode below: two runs of rows per
+  // thread, which the jobs' order balances (see below) — or, for a chunk of one sequence at depth,
+  // whose rows see about as many keys each, as few runs as give each thread as many tiles: each
+  // thread then reads the keys and values once, and transposes each key block for more rows.
+  const bool chunk_at_depth = rows.size() > 1 && ChunkAtDepth(rows, params);
+  size_t runs_wanted = threads == 1 ? 1 : (2 * size_t(threads) + kv_heads - 1) / kv_heads;
+  if (chunk_at_depth) runs_wanted = std::min(runs_wanted, size_t(threads) / std::gcd(size_t(threads), kv_heads));
   const size_t tile_rows =
       std::clamp<size_t>((rows.size() + runs_wanted - 1) / runs_wanted, 1, std::max<size_t>(1, kTileRowHeads / group));
   // Runs of consecutive positions of one sequence, cut every tile_rows rows: (first row, rows).
@@ -722,7 +737,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   for (const auto& [row, count] : runs)
     widest = std::max(widest, rows[row + count - 1].position + 1 - params.first_key(rows[row].position));
 
-  if (threads == 1 || tiles >= 2 * size_t(threads) || widest <= kSplitKeys) {
+  if (threads == 1 || tiles >= (chunk_at_depth ? 1 : 2) * size_t(threads) || widest <= kSplitKeys) {
     // Enough tiles: each is one job, computed from its keys to its outputs — but tiles of one
     // register tile (decode) read their keys and values in place, at the speed of memory, so
     // there a job takes kDecodeSpan kv heads of a run and sweeps them side by side.

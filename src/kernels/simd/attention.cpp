@@ -670,10 +670,12 @@ hwy::AlignedFreeUniquePtr<float[]> WidenedBuffer(size_t head_dim) {
   return hwy::AllocateAligned<float>(kBlockRows * head_dim);
 }
 
-// Whether `rows` are consecutive positions of one sequence, each seeing at least kChunkDepth times
-// as many keys as there are rows: then their first and second halves cost within 11% of each other.
+// Whether `rows` are a chunk of one sequence: several consecutive positions, each seeing at least
+// kChunkDepth times as many keys as there are rows, so that their first and second halves cost
+// within 11% of each other.
 constexpr size_t kChunkDepth = 4;
 bool ChunkAtDepth(std::span<const ref::AttentionRow> rows, const ref::AttentionParams& params) {
+  if (rows.size() < 2) return false;
   for (size_t t = 1; t < rows.size(); ++t)
     if (rows[t].blocks != rows[0].blocks || rows[t].position != rows[0].position + t) return false;
   return rows[0].position + 1 - params.first_key(rows[0].position) >= kChunkDepth * rows.size();
@@ -691,7 +693,7 @@ void Attention(const float* q, std::span<const ref::AttentionRow> rows, const re
   // thread, which the jobs' order balances (see below) — or, for a chunk of one sequence at depth,
   // whose rows see about as many keys each, as few runs as give each thread as many tiles: each
   // thread then reads the keys and values once, and transposes each key block for more rows.
-  const bool chunk_at_depth = rows.size() > 1 && ChunkAtDepth(rows, params);
+  const bool chunk_at_depth = ChunkAtDepth(rows, params);
   size_t runs_wanted = threads == 1 ? 1 : (2 * size_t(threads) + kv_heads - 1) / kv_heads;
   if (chunk_at_depth) runs_wanted = std::min(runs_wanted, size_t(threads) / std::gcd(size_t(threads), kv_heads));
   const size_t tile_rows =

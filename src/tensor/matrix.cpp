@@ -26,26 +26,45 @@ void pack_panels(const unsigned char* source, size_t rows, size_t cols, std::spa
   }
 }
 
+// The f16 that a tile's field `value` was widened from: the file's own f16 scale or minimum, so
+// narrowing is exact, NaN payloads included (f32_to_f16 would set a NaN's quiet bit; the f16 it
+// came from had its payload in bits 13..22).
+uint16_t file_f16(float value) {
+  const uint32_t bits = f32_bits(value);
+  const auto half =
+      uint16_t(std::isnan(value) ? (bits >> 16 & 0x8000u) | 0x7c00u | (bits >> 13 & 0x3ffu) : f32_to_f16(value));
+  if (f32_bits(f16_to_f32(half)) != bits) throw Error("a quantised tile's f16 field does not hold its value");
+  return half;
+}
+
 // Group b of source row source_rows[n] goes to tile b of panel n / 16, column n % 16 (`out` zeroed).
-template <size_t G, bool kNibbles>
-void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t cols,
-                std::span<const size_t> source_rows, QuantTile<G, kNibbles>* out) {
-  const size_t block = dtype_block_elements(dtype);
+template <DType kDtype>
+void pack_tiles(const unsigned char* source, size_t rows, size_t cols, std::span<const size_t> source_rows,
+                ExactTile<kDtype>* out) {
+  using Tile = ExactTile<kDtype>;
+  constexpr size_t G = Tile::kGroup;
+  const size_t block = dtype_block_elements(kDtype);
   const size_t groups_per_block = block / G;
+  const auto field = [](float value) {
+    if constexpr (Tile::kFieldType == DType::F16)
+      return file_f16(value);
+    else
+      return value;
+  };
   QuantGroup groups[kMaxQuantGroups];
   for (size_t n = 0; n < rows; ++n) {
-    const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(dtype, cols);
+    const unsigned char* row = source + (source_rows.empty() ? n : source_rows[n]) * dtype_bytes(kDtype, cols);
     const size_t j = n % kPanelRows;
-    QuantTile<G, kNibbles>* panel = out + (n / kPanelRows) * (cols / G);
+    Tile* panel = out + (n / kPanelRows) * (cols / G);
     for (size_t at = 0; at < cols; at += block) {
-      read_block(dtype, row + dtype_bytes(dtype, at), groups);
+      read_block(kDtype, row + dtype_bytes(kDtype, at), groups);
       for (size_t g = 0; g < groups_per_block; ++g) {
-        QuantTile<G, kNibbles>& tile = panel[at / G + g];
-        tile.scale[j] = groups[g].scale;
-        tile.minimum_term[j] = exact_minimum_term(dtype, groups[g].minimum);
+        Tile& tile = panel[at / G + g];
+        tile.fields[j] = field(groups[g].scale);
+        if constexpr (Tile::kMinimum) tile.fields[kPanelRows + j] = field(exact_minimum_term(kDtype, groups[g].minimum));
         for (size_t i = 0; i < G; ++i) {
-          if constexpr (kNibbles)
-            tile.entries[i / 2][j] |= uint8_t((groups[g].entries[i] + int8_packing(dtype).offset) << (i % 2 * 4));
+          if constexpr (Tile::kNibbles)
+            tile.entries[i / 2][j] |= uint8_t((groups[g].entries[i] + int8_packing(kDtype).offset) << (i % 2 * 4));
           else
             tile.entries[i][j] = groups[g].entries[i];
         }
@@ -54,18 +73,13 @@ void pack_tiles(DType dtype, const unsigned char* source, size_t rows, size_t co
   }
 }
 
-// Field `at` of an Int8 tile's scales and minimums: an f32, or the f16 it was widened from
-// (field_bytes 2: the file's own f16 field, so narrowing is exact, NaN payloads included).
+// Field `at` of an Int8 tile's scales and minimums: an f32, or the file's f16 it was widened from.
 void store_int8_field(const Int8Packing& packing, unsigned char* tile, size_t at, float value) {
   if (packing.field_bytes == 4) {
     std::memcpy(tile + at * 4, &value, 4);
     return;
   }
-  const uint32_t bits = f32_bits(value);
-  // f32_to_f16 would set a NaN's quiet bit; the f16 it came from had its payload in bits 13..22.
-  const auto half =
-      uint16_t(std::isnan(value) ? (bits >> 16 & 0x8000u) | 0x7c00u | (bits >> 13 & 0x3ffu) : f32_to_f16(value));
-  if (f32_bits(f16_to_f32(half)) != bits) throw Error("an int8 tile's f16 field does not hold its value");
+  const uint16_t half = file_f16(value);
   std::memcpy(tile + at * 2, &half, 2);
 }
 
@@ -116,7 +130,7 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
 size_t PackedMatrix::packed_bytes(DType dtype, size_t rows, size_t cols, Numerics numerics) {
   const MatrixView shape{dtype, rows, cols, nullptr, is_quantized(dtype) ? numerics : Numerics::Exact};
   const std::string what = "a packed " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix";
-  // A panel takes at most 64 bytes per column (f32; the quantised tiles take 12 to 24), so
+  // A panel takes at most 64 bytes per column (f32; the quantised tiles take at most 20), so
   // checking that bound first lets panel_bytes() compute it.
   checked_mul(cols, kPanelRows * sizeof(float), what);
   return checked_round_up(checked_mul(shape.panels(), shape.panel_bytes(), what), 64, what);
@@ -140,7 +154,7 @@ PackedMatrix PackedMatrix::pack(DType dtype, size_t rows, size_t cols, const voi
         pack_int8_tiles(dtype, in, rows, cols, source_rows, out);
       else
         with_exact_tile_type(dtype, [&](auto tile) {
-          pack_tiles(dtype, in, rows, cols, source_rows, static_cast<typename decltype(tile)::type*>(storage));
+          pack_tiles(in, rows, cols, source_rows, static_cast<typename decltype(tile)::type*>(storage));
         });
   }
   PackedMatrix packed;

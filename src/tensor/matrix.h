@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <type_traits>
 
 #include "ditto/dtype.h"
@@ -17,43 +18,18 @@ namespace ditto {
 // input k, k-major: element (n, k) lies at panel n / 16, position k * 16 + n % 16. A matmul
 // then broadcasts one activation and multiplies a whole panel row with it, so each output
 // stays one sequential chain over k (docs/numerics.md). The last panel is zero-padded.
-// A quantised matrix is packed in the same panels, as one QuantTile per group of inputs that
+// A quantised matrix is packed in the same panels, as one ExactTile per group of inputs that
 // share a scale (quant_group_size: 32, or 16): panel p holds the tiles of inputs 0..G-1,
 // G..2G-1, ... of its 16 outputs.
 inline constexpr size_t kPanelRows = 16;
 
 // Whether an exact tile holds its entries as nibbles, two to a byte: the types whose entries
 // plus their offset (int8_packing) fit in 4 bits (Q4_0, Q4_1, Q2_K, Q3_K, Q4_K). Decode streams
-// the tiles, and then reads 6 bits a weight instead of 10.
+// the tiles, and then reads 4 bits an entry instead of 8.
 constexpr bool exact_nibbles(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
   return packing.nibbles() && packing.high_bits() == 0;
 }
-
-// G inputs x 16 outputs of a quantised matrix: each output's group with its f32 scale and
-// minimum term (QuantGroup, exact_minimum_term) and its entries input-major, so that a vector
-// load reads one input of all 16 outputs: one per byte, or with kNibbles two inputs to a byte,
-// input 2c in the low 4 bits of entries[c] and input 2c + 1 in the high, each plus the type's
-// offset. Entry (n, k) is dequantize(dtype, scale[n%16], exact_minimum_term(dtype,
-// minimum_term[n%16]), entry(k%G, n%16)).
-template <size_t G, bool kNibbles>
-struct QuantTile {
-  float scale[kPanelRows];
-  float minimum_term[kPanelRows];
-  std::conditional_t<kNibbles, uint8_t[G / 2][kPanelRows], int8_t[G][kPanelRows]> entries;
-
-  int entry(DType dtype, size_t i, size_t o) const {
-    if constexpr (kNibbles) {
-      const unsigned byte = entries[i / 2][o];
-      return int(i % 2 == 0 ? byte & 0x0f : byte >> 4) - int8_packing(dtype).offset;
-    } else {
-      return entries[i][o];
-    }
-  }
-};
-// The exact tile of a quantised type.
-template <DType kDtype>
-using ExactTile = QuantTile<quant_group_size(kDtype), exact_nibbles(kDtype)>;
 
 // What an exact tile holds for a minimum: the term one fma adds to scale * entry, so -minimum
 // for the types that subtract it — but a NaN as it is, since product - NaN gives the NaN's own
@@ -62,18 +38,67 @@ using ExactTile = QuantTile<quant_group_size(kDtype), exact_nibbles(kDtype)>;
 inline float exact_minimum_term(DType dtype, float minimum) {
   return quant_minimum(dtype) == QuantMinimum::Subtracted && !std::isnan(minimum) ? -minimum : minimum;
 }
-static_assert(sizeof(QuantTile<32, false>) % 64 == 0 && sizeof(QuantTile<16, false>) % 64 == 0 &&
-                  sizeof(QuantTile<32, true>) % 64 == 0 && sizeof(QuantTile<16, true>) % 64 == 0,
-              "tiles keep 64-byte alignment");
-// Calls visit(std::type_identity<T>{}) with T the exact tile of a quantised type known only when
-// running (ExactTile where it is known when compiling).
+
+// G inputs x 16 outputs of a quantised matrix of kDtype (G = quant_group_size): the 16 outputs'
+// scales, then for the types with a minimum their minimum terms (QuantGroup, exact_minimum_term),
+// as f16 where they are the file's own f16 fields (the 32-input types: Int8Packing::field_bytes),
+// which f16 holds exactly, else f32 (the K-quants' products); then the entries input-major, so
+// that a vector load reads one input of all 16 outputs: one per byte, or with kNibbles two inputs
+// to a byte, input 2c in the low 4 bits of entries[c] and input 2c + 1 in the high, each plus the
+// type's offset. Entry (n, k) is dequantize(dtype, scale(n%16), exact_minimum_term(dtype,
+// minimum_term(n%16)), entry(k%G, n%16)). Only what the type has is stored, as small as it holds
+// it: decode streams the tiles (Q8_0 and Q5_0 take 8.5 bits a weight, where f32 fields and a
+// minimum of 0 took 10; Q4_0 4.5, Q4_1 5, Q6_K 10 instead of 6, 6 and 12).
+template <DType kDtype>
+struct ExactTile {
+  static constexpr size_t kGroup = quant_group_size(kDtype);
+  static constexpr bool kNibbles = exact_nibbles(kDtype);
+  static constexpr bool kMinimum = quant_minimum(kDtype) != QuantMinimum::None;
+  static constexpr DType kFieldType = int8_packing(kDtype).field_bytes == 2 ? DType::F16 : DType::F32;
+  using Field = std::conditional_t<kFieldType == DType::F16, uint16_t, float>;
+
+  Field fields[(kMinimum ? 2 : 1) * kPanelRows];  // scales, then minimum terms
+  std::conditional_t<kNibbles, uint8_t[kGroup / 2][kPanelRows], int8_t[kGroup][kPanelRows]> entries;
+
+  const Field* scales() const { return fields; }
+  const Field* minimum_terms() const { return fields + kPanelRows; }  // only with kMinimum
+  float scale(size_t o) const { return widen(fields[o]); }
+  float minimum_term(size_t o) const { return kMinimum ? widen(fields[kPanelRows + o]) : 0.0f; }
+  int entry(size_t i, size_t o) const {
+    if constexpr (kNibbles) {
+      const unsigned byte = entries[i / 2][o];
+      return int(i % 2 == 0 ? byte & 0x0f : byte >> 4) - int8_packing(kDtype).offset;
+    } else {
+      return entries[i][o];
+    }
+  }
+
+ private:
+  static float widen(Field field) {
+    if constexpr (kFieldType == DType::F16) return f16_to_f32(field);
+    return field;
+  }
+};
+
+// Calls visit(std::type_identity<ExactTile<T>>{}) for a quantised type T known only when running.
 template <class Visit>
 constexpr decltype(auto) with_exact_tile_type(DType dtype, const Visit& visit) {
-  const bool nibbles = exact_nibbles(dtype);
-  if (quant_group_size(dtype) == 16)
-    return nibbles ? visit(std::type_identity<QuantTile<16, true>>{})
-                   : visit(std::type_identity<QuantTile<16, false>>{});
-  return nibbles ? visit(std::type_identity<QuantTile<32, true>>{}) : visit(std::type_identity<QuantTile<32, false>>{});
+  switch (dtype) {
+    case DType::Q8_0: return visit(std::type_identity<ExactTile<DType::Q8_0>>{});
+    case DType::Q4_0: return visit(std::type_identity<ExactTile<DType::Q4_0>>{});
+    case DType::Q4_1: return visit(std::type_identity<ExactTile<DType::Q4_1>>{});
+    case DType::Q5_0: return visit(std::type_identity<ExactTile<DType::Q5_0>>{});
+    case DType::Q5_1: return visit(std::type_identity<ExactTile<DType::Q5_1>>{});
+    case DType::Q2_K: return visit(std::type_identity<ExactTile<DType::Q2_K>>{});
+    case DType::Q3_K: return visit(std::type_identity<ExactTile<DType::Q3_K>>{});
+    case DType::Q4_K: return visit(std::type_identity<ExactTile<DType::Q4_K>>{});
+    case DType::Q5_K: return visit(std::type_identity<ExactTile<DType::Q5_K>>{});
+    case DType::Q6_K: return visit(std::type_identity<ExactTile<DType::Q6_K>>{});
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: break;
+  }
+  throw std::invalid_argument("a dense type has no quantised tiles");
 }
 // Bytes of an exact tile of a quantised type.
 constexpr size_t exact_tile_bytes(DType dtype) {
@@ -165,7 +190,7 @@ inline float MatrixView::at(size_t n, size_t k) const {
   if (numerics == Numerics::Exact)
     return with_exact_tile(n, g, [&](const auto& t) {
       const size_t o = n % kPanelRows;
-      return dequantize(dtype, t.scale[o], exact_minimum_term(dtype, t.minimum_term[o]), t.entry(dtype, k % group, o));
+      return dequantize(dtype, t.scale(o), exact_minimum_term(dtype, t.minimum_term(o)), t.entry(k % group, o));
     });
   return dequantize(dtype, group_scale(n, g), group_minimum(n, g), entry(n, k));
 }
@@ -174,7 +199,7 @@ inline int MatrixView::entry(size_t n, size_t k) const {
   const size_t o = n % kPanelRows;
   if (numerics == Numerics::Exact) {
     const size_t group = quant_group_size(dtype);
-    return with_exact_tile(n, k / group, [&](const auto& t) { return t.entry(dtype, k % group, o); });
+    return with_exact_tile(n, k / group, [&](const auto& t) { return t.entry(k % group, o); });
   }
   const Int8Packing packing = int8_packing(dtype);
   const unsigned char* entries = int8_tile(n / kPanelRows, k / kInt8Block) + int8_fields_bytes(dtype);
@@ -195,7 +220,7 @@ inline int MatrixView::entry(size_t n, size_t k) const {
 inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
   const size_t o = n % kPanelRows;
   if (numerics == Numerics::Exact)
-    return with_exact_tile(n, g, [&](const auto& t) { return field == 0 ? t.scale[o] : t.minimum_term[o]; });
+    return with_exact_tile(n, g, [&](const auto& t) { return field == 0 ? t.scale(o) : t.minimum_term(o); });
   const Int8Packing packing = int8_packing(dtype);
   if (field == 1 && !packing.minimum) return 0.0f;
   const size_t groups = packing.groups, at = (field * groups + g % groups) * kPanelRows + o;

@@ -55,7 +55,7 @@ HWY_INLINE VF LoadOutputs(DF d, const float* y, size_t valid) {
 
 // Where a tile finds its weights: vector v of panel p at input k lies at element
 // k * k_stride + p * panel_stride + v * L of `data`, stored as kDtype. Quantised panels count
-// in QuantTiles instead: panel p's tile of inputs G*b .. G*b+G-1 is tile p * panel_stride + b.
+// in ExactTiles instead: panel p's tile of inputs G*b .. G*b+G-1 is tile p * panel_stride + b.
 struct PanelSource {
   const void* data;
   size_t panel_stride, k_stride;
@@ -132,6 +132,18 @@ HWY_INLINE VF DequantizeLanes(DF d, DType dtype, VI32 entries, VF scale, VF mini
   return hn::MulAdd(scale, entry, minimum_term);
 }
 
+// Lanes lane0 .. lane0 + L - 1 of a tile's scales and minimum terms, widened to f32 exactly (no
+// terms for the types without a minimum: DequantizeLanes adds none).
+template <DType kDtype>
+HWY_INLINE void LoadTileFields(DF d, const ExactTile<kDtype>& tile, size_t lane0, VF& scale, VF& minimum_term) {
+  using Tile = ExactTile<kDtype>;
+  scale = LoadWidened(d, Tile::kFieldType, tile.scales() + lane0);
+  if constexpr (Tile::kMinimum)
+    minimum_term = LoadWidened(d, Tile::kFieldType, tile.minimum_terms() + lane0);
+  else
+    minimum_term = hn::Zero(d);
+}
+
 // A tile's inputs are read in pairs, i and i + 1 (i even), in order. What the pair's entries of
 // lanes lane0 .. lane0 + L - 1 need loaded once: with nibbles (exact_nibbles) their bytes,
 // widened to 32 bits; one entry per byte, nothing (EntriesOf loads each input's).
@@ -173,10 +185,12 @@ HWY_INLINE void DequantizePair(DF d, const ExactTile<kDtype>& tile, size_t i, si
   second = DequantizeLanes(d, kDtype, EntriesOf<kDtype, true>(tile, i, lane0, pair), scale, minimum_term);
 }
 
-// The lines of a tile that its reader asks for ahead, one with each pair of inputs.
+// The lines of a tile that its reader asks for ahead, one with each pair of inputs (from the
+// tile's start: tiles of the types without a minimum need not fill whole lines, and the next
+// tile's reader asks for the rest).
 template <DType kDtype>
 constexpr size_t TileLines() {
-  constexpr size_t kLines = sizeof(ExactTile<kDtype>) / 64;
+  constexpr size_t kLines = (sizeof(ExactTile<kDtype>) + 63) / 64;
   static_assert(kLines <= quant_group_size(kDtype) / 2, "a line per pair of inputs at most");
   return kLines;
 }
@@ -216,8 +230,7 @@ HWY_INLINE void QuantizedRows(const float* x, size_t x_stride, PanelSource weigh
     VF scale[kVectors], minimum_term[kVectors];
     for (size_t v = 0; v < kVectors; ++v) {
       tile[v] = &tiles[(v / kVectorsPerPanel) * weights.panel_stride + b];
-      scale[v] = hn::Load(d, tile[v]->scale + (v % kVectorsPerPanel) * kLanesF);
-      minimum_term[v] = hn::Load(d, tile[v]->minimum_term + (v % kVectorsPerPanel) * kLanesF);
+      LoadTileFields<kDtype>(d, *tile[v], (v % kVectorsPerPanel) * kLanesF, scale[v], minimum_term[v]);
     }
     for (size_t i = 0; i < G; i += 2) {
       if (i / 2 < TileLines<kDtype>() && b + kDecodeAheadTiles < blocks)
@@ -343,10 +356,7 @@ void DequantizePanel(const MatrixView& w, size_t panel, size_t k0, size_t block_
   for (size_t b = k0 / G; b < (k0 + block_k) / G; ++b) {
     const ExactTile<kDtype>& tile = w.tile<kDtype>(panel, b);
     VF scale[kVectorsPerPanel], minimum_term[kVectorsPerPanel];
-    for (size_t v = 0; v < kVectorsPerPanel; ++v) {
-      scale[v] = hn::Load(d, tile.scale + v * kLanesF);
-      minimum_term[v] = hn::Load(d, tile.minimum_term + v * kLanesF);
-    }
+    for (size_t v = 0; v < kVectorsPerPanel; ++v) LoadTileFields<kDtype>(d, tile, v * kLanesF, scale[v], minimum_term[v]);
     for (size_t i = 0; i < G; i += 2)
       for (size_t v = 0; v < kVectorsPerPanel; ++v) {
         VF first, second;
@@ -457,7 +467,8 @@ HWY_NOINLINE void ChunkTile(const float* packed, size_t valid_rows, const Matrix
   const size_t blocks = w.cols / G;
   for (size_t b = 0; b < blocks; ++b) {
     const ExactTile<kDtype>& tile = w.tile<kDtype>(panel, b);
-    const VF scale = hn::Load(d, tile.scale), minimum_term = hn::Load(d, tile.minimum_term);
+    VF scale, minimum_term;
+    LoadTileFields<kDtype>(d, tile, 0, scale, minimum_term);
     const auto* ahead = reinterpret_cast<const char*>(&tile + kDecodeAheadTiles);
     for (size_t i = 0; i < G; i += 2) {
       if (i / 2 < TileLines<kDtype>() && ahead + i / 2 * 64 < matrix_end) PrefetchIntoL2(ahead + i / 2 * 64);

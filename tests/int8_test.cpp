@@ -213,23 +213,44 @@ TEST(Int8Packing, TheThirtyTwoInputTypesTakeTheBytesOfTheFile) {
   }
 }
 
-// The 32-input types keep the file's f16 fields as f16: every bit pattern (subnormals,
-// infinities, NaN payloads) widens to the f32 the exact packing holds.
+// ... and the K-quants with planes of high bits their scales and minimums as factors, the f16 d
+// or dmin and the group's byte: Q5_K 6.5 bits a weight (the file 5.5), Q6_K 7 (6.56), where f32
+// scales and minimums took 7 and 8.
+TEST(Int8Packing, TheKQuantsWithHighBitsTakeTheirFactorsNotTheirProducts) {
+  const std::pair<DType, size_t> tile_bytes[] = {{DType::Q5_K, 416}, {DType::Q6_K, 448}};
+  for (auto [dtype, bytes] : tile_bytes) {
+    const size_t n = 48, k = 8 * kInt8Block;
+    EXPECT_EQ(int8_packing(dtype).scale_field, Int8Field::Factored) << dtype_name(dtype);
+    EXPECT_EQ(PackedMatrix::packed_bytes(dtype, n, k, Numerics::Int8), n / kPanelRows * k / kInt8Block * bytes)
+        << dtype_name(dtype);
+  }
+}
+
+// Every f16 bit pattern of a scale or minimum factor (subnormals, infinities, NaN payloads) gives
+// the f32 the exact packing holds: the 32-input types keep the file's f16 fields as they are, Q5_K
+// and Q6_K the factors of the products, with the blocks' integer factors (random, and every factor
+// 0 in a second pass: an infinite factor times 0 is NaN, negated for a minimum term).
 TEST(Int8Packing, KeepsEveryF16ScaleAndMinimumBitForBit) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
-    ASSERT_EQ(int8_packing(dtype).field_bytes, 2u) << dtype_name(dtype);
-    const size_t n = 16, k = 65536 / n * kInt8Block, block_bytes = dtype_block_bytes(dtype);
+  for (DType dtype : kQuantizedDTypes) {
+    const bool factored = int8_packing(dtype).scale_field == Int8Field::Factored;
+    const size_t patterns = 65536, blocks = factored ? 2 * patterns : patterns;
+    const size_t n = 16, block = dtype_block_elements(dtype), k = blocks / n * block, block_bytes = dtype_block_bytes(dtype);
     auto source = testing::random_quant_blocks(dtype, n * k, 5, 1.0f);
+    const size_t scale_at = testing::f16_scale_at(dtype);
     const int minimum_at = testing::f16_minimum_at(dtype);
-    for (size_t b = 0; b < n * k / kInt8Block; ++b) {
+    const auto [integers_at, integers] = testing::integer_factors_at(dtype);
+    for (size_t b = 0; b < blocks; ++b) {
+      unsigned char* at = &source[b * block_bytes];
       const auto scale = uint16_t(b), minimum = uint16_t(~b);
-      std::memcpy(&source[b * block_bytes], &scale, 2);  // d opens each of these blocks
-      if (minimum_at >= 0) std::memcpy(&source[b * block_bytes + size_t(minimum_at)], &minimum, 2);
+      std::memcpy(at + scale_at, &scale, 2);
+      if (minimum_at >= 0) std::memcpy(at + minimum_at, &minimum, 2);
+      if (b >= patterns) std::memset(at + integers_at, 0, integers);
     }
     const auto exact = PackedMatrix::pack(dtype, n, k, source.data());
     const auto int8 = pack_int8(dtype, source, n, k);
+    const size_t group = quant_group_size(dtype);
     for (size_t row = 0; row < n; ++row)
-      for (size_t g = 0; g < k / kInt8Block; ++g) {
+      for (size_t g = 0; g < k / group; ++g) {
         ASSERT_EQ(f32_bits(int8.view().group_scale(row, g)), f32_bits(exact.view().group_scale(row, g)))
             << dtype_name(dtype) << " " << row << " " << g;
         ASSERT_EQ(f32_bits(int8.view().group_minimum(row, g)), f32_bits(exact.view().group_minimum(row, g)))

@@ -76,7 +76,19 @@ std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint6
   return bytes;
 }
 
+size_t f16_scale_at(DType dtype) { return f16_factors(dtype).scale_at; }
 int f16_minimum_at(DType dtype) { return f16_factors(dtype).minimum_at; }
+
+std::pair<size_t, size_t> integer_factors_at(DType dtype) {
+  switch (dtype) {
+    case DType::Q2_K: return {0, 16};
+    case DType::Q3_K: return {96, 12};
+    case DType::Q4_K:
+    case DType::Q5_K: return {4, 12};
+    case DType::Q6_K: return {192, 16};
+    default: return {0, 0};
+  }
+}
 
 bool set_nan_minimums(DType dtype, std::vector<unsigned char>& blocks) {
   const int minimum_at = f16_minimum_at(dtype);

@@ -4,6 +4,7 @@
 // No GoogleTest here: bench/matmul_bench, built without it, uses them too.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ditto/dtype.h"
@@ -28,8 +29,13 @@ class SplitMix64 {
 // `any_finite_factors`, to random finite f16 bit patterns (signed zeros, subnormals, up to 65504).
 std::vector<unsigned char> random_quant_blocks(DType dtype, size_t values, uint64_t seed, float bound,
                                                bool any_finite_factors = false);
+// The byte at which a block of a quantised type keeps its f16 scale factor (d).
+size_t f16_scale_at(DType dtype);
 // The byte at which a block of a quantised type keeps its f16 minimum factor, or -1 if it has none.
 int f16_minimum_at(DType dtype);
+// The bytes of a K-quant block that hold its groups' integer scales (and minimums): where they
+// start, and how many (none for the 32-input types).
+std::pair<size_t, size_t> integer_factors_at(DType dtype);
 // Sets the f16 minimum of every fourth block of `blocks` to NaN, of both signs, quiet and
 // signalling in turn (so that a matrix of three blocks a row has at most one in each output).
 // False if the type has no minimum.

@@ -73,14 +73,31 @@ void pack_tiles(const unsigned char* source, size_t rows, size_t cols, std::span
   }
 }
 
-// Field `at` of an Int8 tile's scales and minimums: an f32, or the file's f16 it was widened from.
-void store_int8_field(const Int8Packing& packing, unsigned char* tile, size_t at, float value) {
-  if (packing.field_bytes == 4) {
-    std::memcpy(tile + at * 4, &value, 4);
-    return;
+// Group h's `value` of output o into a tile's scales or minimums stored as `field` at `fields`
+// (matrix.h): the file's f16 it was widened from; its factors, the f16 `factor` (as it is, or
+// negated) and the `integer`; or the f32 itself. Throws unless the tile reads back its bits.
+void store_int8_field(Int8Field field, unsigned char* fields, size_t h, size_t o, float value, float factor,
+                      int integer) {
+  switch (field) {
+    case Int8Field::F16: {
+      const uint16_t half = file_f16(value);
+      std::memcpy(fields + (h * kPanelRows + o) * 2, &half, 2);
+      break;
+    }
+    case Int8Field::Factored: {
+      // A minimum term -(dmin * m) with an infinite dmin and m = 0 is the NaN that the product
+      // of infinity and 0 gives, negated: no product of -dmin gives it, the NaN itself times 0
+      // does (Q5_K's tile holds one group, whose factor is its own).
+      if (f32_bits(factor * float(integer)) != f32_bits(value) && std::isnan(value)) factor = value;
+      const uint16_t half = file_f16(factor);
+      std::memcpy(fields + o * 2, &half, 2);
+      fields[kPanelRows * 2 + h * kPanelRows + o] = uint8_t(int8_t(integer));
+      break;
+    }
+    case Int8Field::F32: std::memcpy(fields + (h * kPanelRows + o) * 4, &value, 4); break;
   }
-  const uint16_t half = file_f16(value);
-  std::memcpy(tile + at * 2, &half, 2);
+  if (f32_bits(int8_field_value(field, fields, h, o)) != f32_bits(value))
+    throw Error("an int8 tile's field does not hold its value");
 }
 
 // The same groups into Int8 tiles (matrix.h): group g of source row source_rows[n] goes to
@@ -102,10 +119,13 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
         const size_t k0 = at + g * group;
         unsigned char* tile = panel + k0 / kInt8Block * tile_bytes;
         const size_t h = k0 % kInt8Block / group;
-        store_int8_field(packing, tile, h * kPanelRows + o, groups[g].scale);
-        if (packing.minimum)
-          store_int8_field(packing, tile, (packing.groups + h) * kPanelRows + o,
-                           quant_minimum(dtype) == QuantMinimum::Subtracted ? -groups[g].minimum : groups[g].minimum);
+        const QuantGroup& q = groups[g];
+        store_int8_field(packing.scale_field, tile, h, o, q.scale, q.d, q.scale_factor);
+        if (packing.minimum) {
+          const bool negated = quant_minimum(dtype) == QuantMinimum::Subtracted;
+          store_int8_field(packing.minimum_field, tile + int8_field_bytes(packing.scale_field, packing.groups), h, o,
+                           negated ? -q.minimum : q.minimum, negated ? -q.dmin : q.dmin, q.minimum_factor);
+        }
         for (size_t i = 0; i < group; ++i) {
           const size_t k = (k0 + i) % kInt8Block;
           const int e = groups[g].entries[i];

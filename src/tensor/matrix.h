@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -41,7 +42,7 @@ inline float exact_minimum_term(DType dtype, float minimum) {
 
 // G inputs x 16 outputs of a quantised matrix of kDtype (G = quant_group_size): the 16 outputs'
 // scales, then for the types with a minimum their minimum terms (QuantGroup, exact_minimum_term),
-// as f16 where they are the file's own f16 fields (the 32-input types: Int8Packing::field_bytes),
+// as f16 where they are the file's own f16 fields (the 32-input types: Int8Field::F16),
 // which f16 holds exactly, else f32 (the K-quants' products); then the entries input-major, so
 // that a vector load reads one input of all 16 outputs: one per byte, or with kNibbles two inputs
 // to a byte, input 2c in the low 4 bits of entries[c] and input 2c + 1 in the high, each plus the
@@ -54,7 +55,7 @@ struct ExactTile {
   static constexpr size_t kGroup = quant_group_size(kDtype);
   static constexpr bool kNibbles = exact_nibbles(kDtype);
   static constexpr bool kMinimum = quant_minimum(kDtype) != QuantMinimum::None;
-  static constexpr DType kFieldType = int8_packing(kDtype).field_bytes == 2 ? DType::F16 : DType::F32;
+  static constexpr DType kFieldType = int8_packing(kDtype).scale_field == Int8Field::F16 ? DType::F16 : DType::F32;
   using Field = std::conditional_t<kFieldType == DType::F16, uint16_t, float>;
 
   Field fields[(kMinimum ? 2 : 1) * kPanelRows];  // scales, then minimum terms
@@ -107,25 +108,52 @@ constexpr size_t exact_tile_bytes(DType dtype) {
 
 // The int8 numerics pack a quantised matrix for integer dot products instead (int8_packing):
 // per panel and block of 32 inputs one tile of int8_tile_bytes(dtype) bytes, holding the 16
-// outputs' scales of each group of the block ([groups][16]), then their minimums ([groups][16],
-// only for types with one; negated for the types that subtract it, as the int8 chain adds it:
-// int8_minimum_term), both f16 or f32 (Int8Packing::field_bytes: f16 where the file's f16
-// fields are the scale and minimum as they are, so that decode, which streams the tiles, reads
-// no more than the file holds), then the entries, stored unsigned as entry + offset
-// (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds input 4 j + t of output o, so that
-// each 32-bit lane holds four consecutive inputs of one output, the four products vpdpbusd (and
-// pmaddubsw + pmaddwd) sum into it. Nibbles: byte 64 c + 4 o + t holds input 8 c + t of output o
-// in its low 4 bits and input 8 c + 4 + t in its high 4 bits. The bits above the nibble (b =
-// high_bits of them) of input 4 q + t (quad q) of output o follow in planes of 64 bytes: bits
-// (q b) % 8 .. of byte 4 o + t of plane q b / 8. A vector of a quad's nibbles then finds its high
-// bits at the same byte positions of one plane, a shift and a mask away, and the 5-bit types take
-// 5.5 bits a weight as in the file instead of a byte.
+// outputs' scales of each group of the block, then their minimums (only for types with one;
+// negated for the types that subtract it, as the int8 chain adds it: int8_minimum_term), each
+// stored as Int8Packing says (int8_field_bytes): F16, [groups][16] f16 (the file's own fields as
+// they are); Factored, [16] f16 factors (the super-block's d, dmin or -dmin) then [groups][16]
+// signed bytes (the group's integers), whose f32 product is the value; F32, [groups][16] f32. So
+// decode, which streams the tiles, reads little more than the file holds. Then the entries,
+// stored unsigned as entry + offset (Q8_0: signed) in quads of inputs: byte 64 j + 4 o + t holds
+// input 4 j + t of output o, so that each 32-bit lane holds four consecutive inputs of one
+// output, the four products vpdpbusd (and pmaddubsw + pmaddwd) sum into it. Nibbles: byte
+// 64 c + 4 o + t holds input 8 c + t of output o in its low 4 bits and input 8 c + 4 + t in its
+// high 4 bits. The bits above the nibble (b = high_bits of them) of input 4 q + t (quad q) of
+// output o follow in planes of 64 bytes: bits (q b) % 8 .. of byte 4 o + t of plane q b / 8. A
+// vector of a quad's nibbles then finds its high bits at the same byte positions of one plane, a
+// shift and a mask away, and the 5-bit types take 5.5 bits a weight as in the file, not a byte.
 inline constexpr size_t kInt8ByteEntries = 512;  // a tile's entries one per byte
 inline constexpr size_t kInt8Nibbles = 256;      // its nibbles, which the planes follow
+// Bytes of a tile's scales, or minimums, of `groups` groups stored as `field`.
+constexpr size_t int8_field_bytes(Int8Field field, size_t groups) {
+  switch (field) {
+    case Int8Field::F16: return groups * kPanelRows * 2;
+    case Int8Field::Factored: return kPanelRows * 2 + groups * kPanelRows;
+    case Int8Field::F32: break;
+  }
+  return groups * kPanelRows * 4;
+}
+// Group h's scale or minimum of output o, of a tile's fields stored as `field` at `fields`.
+inline float int8_field_value(Int8Field field, const unsigned char* fields, size_t h, size_t o) {
+  uint16_t half;
+  switch (field) {
+    case Int8Field::F16:
+      std::memcpy(&half, fields + (h * kPanelRows + o) * 2, 2);
+      return f16_to_f32(half);
+    case Int8Field::Factored:
+      std::memcpy(&half, fields + o * 2, 2);
+      return f16_to_f32(half) * float(int8_t(fields[kPanelRows * 2 + h * kPanelRows + o]));
+    case Int8Field::F32: break;
+  }
+  float value;
+  std::memcpy(&value, fields + (h * kPanelRows + o) * 4, 4);
+  return value;
+}
 // A tile's scales and minimums: the entries start this far into it.
 constexpr size_t int8_fields_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
-  return packing.groups * kPanelRows * packing.field_bytes * (packing.minimum ? 2 : 1);
+  return int8_field_bytes(packing.scale_field, packing.groups) +
+         (packing.minimum ? int8_field_bytes(packing.minimum_field, packing.groups) : 0);
 }
 constexpr size_t int8_entry_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
@@ -223,10 +251,10 @@ inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
     return with_exact_tile(n, g, [&](const auto& t) { return field == 0 ? t.scale(o) : t.minimum_term(o); });
   const Int8Packing packing = int8_packing(dtype);
   if (field == 1 && !packing.minimum) return 0.0f;
-  const size_t groups = packing.groups, at = (field * groups + g % groups) * kPanelRows + o;
-  const unsigned char* fields = int8_tile(n / kPanelRows, g / groups);
-  if (packing.field_bytes == 2) return f16_to_f32(reinterpret_cast<const uint16_t*>(fields)[at]);
-  return reinterpret_cast<const float*>(fields)[at];
+  const size_t groups = packing.groups;
+  const unsigned char* tile = int8_tile(n / kPanelRows, g / groups);
+  if (field == 0) return int8_field_value(packing.scale_field, tile, g % groups, o);
+  return int8_field_value(packing.minimum_field, tile + int8_field_bytes(packing.scale_field, groups), g % groups, o);
 }
 
 // Owns a matrix packed once, at load, from the file's bytes into the kernels' layout.

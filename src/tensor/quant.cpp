@@ -44,6 +44,16 @@ int scale_k3(const unsigned char* s, size_t i) {
   return (low | (high << 4)) - 32;
 }
 
+// A K-quant group's factors, and its scale and minimum as their f32 products.
+void set_factors(QuantGroup& group, float d, int scale_factor, float dmin = 0.0f, int minimum_factor = 0) {
+  group.d = d;
+  group.dmin = dmin;
+  group.scale_factor = scale_factor;
+  group.minimum_factor = minimum_factor;
+  group.scale = d * float(scale_factor);
+  group.minimum = dmin * float(minimum_factor);
+}
+
 }  // namespace
 
 void read_block(DType dtype, const void* block, QuantGroup* groups) {
@@ -81,10 +91,7 @@ void read_block(DType dtype, const void* block, QuantGroup* groups) {
       // v = 128 h + 32 s + l is bits 2s, 2s+1 of byte 32 h + l.
       const unsigned char* values = b + 16;
       const float d = f16_at(b + 80), dmin = f16_at(b + 82);
-      for (size_t i = 0; i < 16; ++i) {
-        groups[i].scale = d * float(b[i] & 0x0f);
-        groups[i].minimum = dmin * float(b[i] >> 4);
-      }
+      for (size_t i = 0; i < 16; ++i) set_factors(groups[i], d, b[i] & 0x0f, dmin, b[i] >> 4);
       for (size_t v = 0; v < 256; ++v)
         groups[v / 16].entries[v % 16] = int8_t((values[v / 128 * 32 + v % 32] >> (2 * (v % 128 / 32))) & 3);
       return;
@@ -95,7 +102,7 @@ void read_block(DType dtype, const void* block, QuantGroup* groups) {
       const unsigned char* high = b;
       const unsigned char* values = b + 32;
       const float d = f16_at(b + 108);
-      for (size_t i = 0; i < 16; ++i) groups[i].scale = d * float(scale_k3(b + 96, i));
+      for (size_t i = 0; i < 16; ++i) set_factors(groups[i], d, scale_k3(b + 96, i));
       for (size_t v = 0; v < 256; ++v) {
         const int low = (values[v / 128 * 32 + v % 32] >> (2 * (v % 128 / 32))) & 3;
         const bool high_bit = (high[v % 32] >> (v / 32)) & 1;
@@ -115,8 +122,7 @@ void read_block(DType dtype, const void* block, QuantGroup* groups) {
       for (size_t i = 0; i < 8; ++i) {
         int scale, minimum;
         scale_and_min_k4(b + 4, i, scale, minimum);
-        groups[i].scale = d * float(scale);
-        groups[i].minimum = dmin * float(minimum);
+        set_factors(groups[i], d, scale, dmin, minimum);
       }
       for (size_t v = 0; v < 256; ++v) {
         int q = (values[v / 64 * 32 + v % 32] >> (4 * (v % 64 / 32))) & 0x0f;
@@ -132,7 +138,7 @@ void read_block(DType dtype, const void* block, QuantGroup* groups) {
       const unsigned char* low = b;
       const unsigned char* high = b + 128;
       const float d = f16_at(b + 208);
-      for (size_t i = 0; i < 16; ++i) groups[i].scale = d * float(int8_t(b[192 + i]));
+      for (size_t i = 0; i < 16; ++i) set_factors(groups[i], d, int8_t(b[192 + i]));
       for (size_t v = 0; v < 256; ++v) {
         const int l4 = (low[v / 128 * 64 + v % 64] >> (4 * (v % 128 / 64))) & 0x0f;
         const int h2 = (high[v / 128 * 32 + v % 32] >> (2 * (v % 128 / 32))) & 3;

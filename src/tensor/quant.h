@@ -44,6 +44,10 @@ struct QuantGroup {
   float scale = 0.0f;
   float minimum = 0.0f;
   int8_t entries[kMaxQuantGroup] = {};  // the first quant_group_size(dtype) are used
+  // The K-quants' factors of those: the super-block's f16 d and dmin, widened, and the group's
+  // integers, scale = d * float(scale_factor), minimum = dmin * float(minimum_factor).
+  float d = 0.0f, dmin = 0.0f;
+  int scale_factor = 0, minimum_factor = 0;
 };
 
 // Reads one block (dtype_block_elements(dtype) values) as ggml stores it into its
@@ -63,6 +67,11 @@ inline float dequantize(DType dtype, float scale, float minimum, int entry) {
   return product;
 }
 
+// How an int8 tile stores a scale or a minimum (src/tensor/matrix.h): the file's f16 field as it
+// is (the 32-input types); the K-quants' factors, d (f16) per output and the integer (a byte) per
+// output and group, whose f32 product is the value exactly; or f32.
+enum class Int8Field { F16, Factored, F32 };
+
 // The int8 numerics (docs/numerics-quant.md) multiply a type's entries with int8 inputs in
 // blocks of 32 inputs; the 16-input groups of Q2_K, Q3_K and Q6_K are two per block. How the
 // packed tiles store a type's entries for that (src/tensor/matrix.h):
@@ -72,8 +81,7 @@ struct Int8Packing {
   bool signed_entries;  // Q8_0: entries stored as they are (-128 .. 127); the others store
   int offset;           //   entry + offset, unsigned,
   int largest;          //   at most `largest`
-  size_t field_bytes;   // a scale or minimum: 2 where it is the file's f16 `d` or `m` as it is
-                        //   (the 32-input types), which f16 holds exactly; else 4 (f32)
+  Int8Field scale_field, minimum_field;  // the minimum's only for types with one
 
   // Unsigned entries below 64 store their low 4 bits two to a byte, and the bits above those
   // (1 for the 5-bit types, 2 for Q6_K) in planes.
@@ -83,18 +91,21 @@ struct Int8Packing {
 constexpr Int8Packing int8_packing(DType dtype) {
   const size_t groups = kInt8Block / quant_group_size(dtype);
   const bool minimum = quant_minimum(dtype) != QuantMinimum::None;
+  constexpr Int8Field F16 = Int8Field::F16, Factored = Int8Field::Factored;
   switch (dtype) {
-    case DType::Q8_0: return {groups, minimum, true, 0, 128, 2};
-    case DType::Q4_0: return {groups, minimum, false, 8, 15, 2};
-    case DType::Q4_1: return {groups, minimum, false, 0, 15, 2};
-    case DType::Q5_0: return {groups, minimum, false, 16, 31, 2};
-    case DType::Q5_1: return {groups, minimum, false, 0, 31, 2};
-    case DType::Q2_K: return {groups, minimum, false, 0, 3, 4};
-    case DType::Q3_K: return {groups, minimum, false, 4, 7, 4};
-    case DType::Q4_K: return {groups, minimum, false, 0, 15, 4};
-    case DType::Q5_K: return {groups, minimum, false, 0, 31, 4};
-    case DType::Q6_K: return {groups, minimum, false, 32, 63, 4};
-    default: return {groups, minimum, false, 0, 0, 4};  // not quantised
+    case DType::Q8_0: return {groups, minimum, true, 0, 128, F16, F16};
+    case DType::Q4_0: return {groups, minimum, false, 8, 15, F16, F16};
+    case DType::Q4_1: return {groups, minimum, false, 0, 15, F16, F16};
+    case DType::Q5_0: return {groups, minimum, false, 16, 31, F16, F16};
+    case DType::Q5_1: return {groups, minimum, false, 0, 31, F16, F16};
+    // The nibbles-only K-quants keep f32 products: their row tiles read the packed tiles, and
+    // multiplying the factors there cost more than it saved (matmul_int8.cpp).
+    case DType::Q2_K: return {groups, minimum, false, 0, 3, Int8Field::F32, Int8Field::F32};
+    case DType::Q3_K: return {groups, minimum, false, 4, 7, Int8Field::F32, Int8Field::F32};
+    case DType::Q4_K: return {groups, minimum, false, 0, 15, Int8Field::F32, Int8Field::F32};
+    case DType::Q5_K: return {groups, minimum, false, 0, 31, Factored, Factored};
+    case DType::Q6_K: return {groups, minimum, false, 32, 63, Factored, Factored};
+    default: return {groups, minimum, false, 0, 0, Int8Field::F32, Int8Field::F32};  // not quantised
   }
 }
 

@@ -108,15 +108,27 @@ HWY_INLINE VB HighBits(const unsigned char* entries, size_t j, size_t v) {
   return hn::And(hn::BitCast(db, moved), hn::Set(db, int8_t(((1 << kBits) - 1) << 4)));
 }
 
-// A tile's bytes with its entries one per byte (UnpackTiles): its scales and minimums, then the
-// 512 entries.
-constexpr size_t UnpackedTileBytes(DType dtype) { return int8_fields_bytes(dtype) + kInt8ByteEntries; }
+// A tile unpacked (UnpackTiles): its scales and minimums as f32 ([groups][16] each), then its 512
+// entries one per byte.
+constexpr size_t UnpackedFieldsBytes(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return int8_field_bytes(Int8Field::F32, packing.groups) * (packing.minimum ? 2 : 1);
+}
+constexpr size_t UnpackedTileBytes(DType dtype) { return UnpackedFieldsBytes(dtype) + kInt8ByteEntries; }
 // Whether a chunk's row tiles share one unpacking of a group's tiles rather than each unpacking
 // in registers: for the types with planes of high bits, whose unpacking costs a tile as much
 // again as the nibbles' (Gemma 3 270M, mostly Q5_0, AVX2 kernels on Zen 4: pp512 in chunks of 16
 // at 0.72 of the speed with entries a byte each unpacking in registers, 0.91 shared; whole
 // prompts 0.96).
 constexpr bool SharesUnpacking(DType dtype) { return int8_packing(dtype).high_bits() != 0; }
+// The row tiles of several rows never multiply the factors of a Factored field (quant.h) for
+// themselves: they read the unpacking's f32 (Qwen3-0.6B shapes Q4_K_M, int8 pp256 on a 2-core
+// Xeon: 6-10% slower with Q4_K's nibbles Factored, whether each row tile multiplied or shared).
+static_assert([] {
+  for (DType dtype : kQuantizedDTypes)
+    if (int8_packing(dtype).scale_field == Int8Field::Factored && !SharesUnpacking(dtype)) return false;
+  return true;
+}(), "Factored fields only where the row tiles share an unpacking");
 // Where a tile's entries come from: packed as the matrix holds them (nibbles and planes); one per
 // byte (kUnpacked: by UnpackTiles, or by the row tile before); or packed, and stored one per byte
 // as the tile unpacks them, for the row tiles after it (kUnpacking).
@@ -150,11 +162,19 @@ HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, V
   }
 }
 
-// Lanes at .. at + kLanesF - 1 of a tile's scales and minimums (matrix.h), stored as f16 or f32
-// (kFieldBytes), widened to f32 exactly.
-template <size_t kFieldBytes>
-HWY_INLINE VF LoadField(const unsigned char* fields, size_t at) {
-  return LoadWidened(DF(), kFieldBytes == 2 ? DType::F16 : DType::F32, fields + at * kFieldBytes);
+// Lanes lane .. lane + kLanesF - 1 of group h of a tile's scales or minimums stored as kField at
+// `fields` (matrix.h), as f32: the f16 widened exactly, or the product of the factors, exact.
+template <Int8Field kField>
+HWY_INLINE VF LoadField(const unsigned char* fields, size_t h, size_t lane) {
+  const DF df;
+  if constexpr (kField == Int8Field::Factored) {
+    const auto* integers = reinterpret_cast<const int8_t*>(fields + kPanelRows * 2 + h * kPanelRows + lane);
+    const VF integer = hn::ConvertTo(df, hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), integers)));
+    return hn::Mul(LoadWidened(df, DType::F16, fields + lane * 2), integer);
+  }
+  const size_t at = h * kPanelRows + lane;
+  if constexpr (kField == Int8Field::F16) return LoadWidened(df, DType::F16, fields + at * 2);
+  return LoadWidened(df, DType::F32, fields + at * 4);
 }
 
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
@@ -167,8 +187,14 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
                            unsigned char* unpack_to) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kGroups = kPacking.groups, kQuads = 8 / kGroups;  // quads of inputs per group
-  constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
   constexpr bool kUnpacked = kEntries == Entries::kUnpacked;
+  // How the tiles read store their fields (unpacked: f32), and where their minimums and entries
+  // start; where kUnpacking stores them.
+  constexpr Int8Field kScaleField = kUnpacked ? Int8Field::F32 : kPacking.scale_field;
+  constexpr Int8Field kMinimumField = kUnpacked ? Int8Field::F32 : kPacking.minimum_field;
+  constexpr size_t kMinimumsAt = int8_field_bytes(kScaleField, kGroups);
+  constexpr size_t kEntriesAt = kUnpacked ? UnpackedFieldsBytes(kDtype) : int8_fields_bytes(kDtype);
+  constexpr size_t kUnpackedMinimumsAt = int8_field_bytes(Int8Field::F32, kGroups);
   constexpr size_t kTileBytes = kUnpacked ? UnpackedTileBytes(kDtype) : int8_tile_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
   // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
@@ -190,10 +216,7 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
     for (size_t p = 0; p < P; ++p) tile[p] = panels + p * panel_bytes + b * kTileBytes;
     unsigned char* unpacked[P];
     if constexpr (kEntries == Entries::kUnpacking)
-      for (size_t p = 0; p < P; ++p) {
-        unpacked[p] = unpack_to + (p * blocks + b) * UnpackedTileBytes(kDtype);
-        std::memcpy(unpacked[p], tile[p], kEntriesAt);
-      }
+      for (size_t p = 0; p < P; ++p) unpacked[p] = unpack_to + (p * blocks + b) * UnpackedTileBytes(kDtype);
     if constexpr (R == 1 && !kPrefetchDecode)
       if (b + kDecodeAheadTiles < blocks)
         for (size_t p = 0; p < P; ++p)
@@ -218,7 +241,8 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
           LoadQuadPair<kDtype, kUnpacked>(tile[v / kVectorsPerPanel] + kEntriesAt, j, v % kVectorsPerPanel, w[0][v],
                                           w[1][v]);
           if constexpr (kEntries == Entries::kUnpacking) {
-            unsigned char* to = unpacked[v / kVectorsPerPanel] + kEntriesAt + (v % kVectorsPerPanel) * kVectorBytes;
+            unsigned char* to =
+                unpacked[v / kVectorsPerPanel] + UnpackedFieldsBytes(kDtype) + (v % kVectorsPerPanel) * kVectorBytes;
             hn::StoreU(w[0][v], db, reinterpret_cast<int8_t*>(to + j * 64));
             hn::StoreU(w[1][v], db, reinterpret_cast<int8_t*>(to + (j + 1) * 64));
           }
@@ -254,13 +278,18 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
       VF scale[kVectors], minimum[kVectors];
       for (size_t v = 0; v < kVectors; ++v) {
         const size_t lane = (v % kVectorsPerPanel) * kLanesF;
-        scale[v] = LoadField<kPacking.field_bytes>(tile[v / kVectorsPerPanel], h * kPanelRows + lane);
+        scale[v] = LoadField<kScaleField>(tile[v / kVectorsPerPanel], h, lane);
         // +-minimum as packed (MatrixView::int8_minimum_term): a negation here, or NegMulAdd, would
         // leave the sign of a NaN operand to the compiler (GCC's vfnmadd negates none; clang's
         // _mm512_fnmadd_ps negates s and its _mm256_fnmadd_ps the minimum, unless it optimises
         // them, or a Neg, into vfnmadd).
         if constexpr (kPacking.minimum)
-          minimum[v] = LoadField<kPacking.field_bytes>(tile[v / kVectorsPerPanel], (kGroups + h) * kPanelRows + lane);
+          minimum[v] = LoadField<kMinimumField>(tile[v / kVectorsPerPanel] + kMinimumsAt, h, lane);
+        if constexpr (kEntries == Entries::kUnpacking) {
+          float* to = reinterpret_cast<float*>(unpacked[v / kVectorsPerPanel]) + h * kPanelRows + lane;
+          hn::StoreU(scale[v], df, to);
+          if constexpr (kPacking.minimum) hn::StoreU(minimum[v], df, to + kUnpackedMinimumsAt / 4);
+        }
       }
       const size_t g = b * kGroups + h;
       for (size_t r = 0; r < R; ++r) {
@@ -314,24 +343,35 @@ Int8TileFn SelectInt8Tile(DType dtype, size_t rows, size_t panels, Entries entri
   });
 }
 
-// The tiles of `count` panels from `panels` (each panel_bytes long, `blocks` tiles), their entries
-// one per byte, to `out` (UnpackedTileBytes each, panel after panel): a chunk's row tiles then
-// share one unpacking of the nibbles and planes, as the exact path's share one dequantising
-// (where kFirstTileUnpacks does not leave it to the first).
+// The tiles of `count` panels from `panels` (each panel_bytes long, `blocks` tiles), their fields
+// as f32 and their entries one per byte, to `out` (UnpackedTileBytes each, panel after panel): a
+// chunk's row tiles then share one unpacking of the nibbles and planes (and one product of the
+// K-quants' factors), as the exact path's share one dequantising (where kFirstTileUnpacks does
+// not leave it to the first).
 template <DType kDtype>
 void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks, unsigned char* out) {
-  constexpr size_t kEntriesAt = int8_fields_bytes(kDtype);
+  constexpr Int8Packing kPacking = int8_packing(kDtype);
+  constexpr size_t kEntriesAt = int8_fields_bytes(kDtype), kUnpackedEntriesAt = UnpackedFieldsBytes(kDtype);
+  constexpr size_t kMinimumsAt = int8_field_bytes(kPacking.scale_field, kPacking.groups);
+  constexpr size_t kUnpackedMinimumsAt = int8_field_bytes(Int8Field::F32, kPacking.groups);
+  const DF df;
   const DB db;
   for (size_t p = 0; p < count; ++p)
     for (size_t b = 0; b < blocks; ++b, out += UnpackedTileBytes(kDtype)) {
       const unsigned char* tile = panels + p * panel_bytes + b * int8_tile_bytes(kDtype);
-      std::memcpy(out, tile, kEntriesAt);
+      for (size_t h = 0; h < kPacking.groups; ++h)
+        for (size_t lane = 0; lane < kPanelRows; lane += kLanesF) {
+          float* to = reinterpret_cast<float*>(out) + h * kPanelRows + lane;
+          hn::StoreU(LoadField<kPacking.scale_field>(tile, h, lane), df, to);
+          if constexpr (kPacking.minimum)
+            hn::StoreU(LoadField<kPacking.minimum_field>(tile + kMinimumsAt, h, lane), df, to + kUnpackedMinimumsAt / 4);
+        }
       for (size_t j = 0; j < 8; j += 2)
         for (size_t v = 0; v < kVectorsPerPanel; ++v) {
           VB first, second;
           LoadQuadPair<kDtype>(tile + kEntriesAt, j, v, first, second);
-          hn::StoreU(first, db, reinterpret_cast<int8_t*>(out + kEntriesAt + j * 64 + v * kVectorBytes));
-          hn::StoreU(second, db, reinterpret_cast<int8_t*>(out + kEntriesAt + (j + 1) * 64 + v * kVectorBytes));
+          hn::StoreU(first, db, reinterpret_cast<int8_t*>(out + kUnpackedEntriesAt + j * 64 + v * kVectorBytes));
+          hn::StoreU(second, db, reinterpret_cast<int8_t*>(out + kUnpackedEntriesAt + (j + 1) * 64 + v * kVectorBytes));
         }
     }
 }

@@ -64,7 +64,10 @@ struct ExactTile {
   const Field* scales() const { return fields; }
   const Field* minimum_terms() const { return fields + kPanelRows; }  // only with kMinimum
   float scale(size_t o) const { return widen(fields[o]); }
-  float minimum_term(size_t o) const { return kMinimum ? widen(fields[kPanelRows + o]) : 0.0f; }
+  float minimum_term(size_t o) const {
+    if constexpr (kMinimum) return widen(fields[kPanelRows + o]);
+    return 0.0f;
+  }
   int entry(size_t i, size_t o) const {
     if constexpr (kNibbles) {
       const unsigned byte = entries[i / 2][o];

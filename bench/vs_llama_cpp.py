@@ -20,7 +20,8 @@ it when there, so that a long run can be split over several sittings (e.g. `--en
 at one depth, later ditto against the stored figures); the table marks figures read from FILE.
 
 With --gguf FILE, both engines run that one file instead (ditto reads GGUF too), e.g. the
-default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`) or Gemma 3 270M Q4_K_M (`--gguf gemma3`), ditto in
+default SmolLM2-135M-Instruct Q4_1 (`--gguf smollm2`), Gemma 3 270M Q4_K_M (`--gguf gemma3`) or the
+Qwen3-0.6B shapes quantised to Q4_K_M by llama.cpp's own quantiser (`--gguf qwen3-q4_k_m`), ditto in
 each of --numerics (exact,int8: docs/numerics-quant.md). --target AVX2 runs ditto's kernels on that
 SIMD target (DITTO_SIMD_TARGET), e.g. to measure the AVX2 kernels on an AVX-512 machine; llama.cpp
 runs as built (the header says with which vector extensions), or, with --llama-cpp-avx2, as
@@ -30,7 +31,7 @@ minutes): `--target AVX2 --llama-cpp-avx2` is both engines as an AVX2-only machi
 usage: python bench/vs_llama_cpp.py [--work DIR] [--threads 2] [--reps 3] [--deep-reps 1] [--dtypes bf16,f16]
                                     [--depth 0,4096,16384] [--cache-type f16] [--target AVX2] [--ditto BINARY]
                                     [--llama-cpp-figures FILE] [--engines ditto,llama.cpp] [--llama-cpp-avx2]
-       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3 [--numerics exact,int8] [--target AVX2]
+       python bench/vs_llama_cpp.py --gguf FILE|smollm2|gemma3|qwen3-q4_k_m [--numerics exact,int8] [--target AVX2]
                                     [--llama-cpp-avx2] [--threads 2] [--reps 3] [--depth 0]
 """
 import argparse
@@ -120,6 +121,36 @@ def write_gguf(checkpoint_dir, gguf_path, dtype):
 # whatever this CPU has).
 LLAMA_CPP_AVX2 = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF "
                   "-DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF")
+
+
+def qwen3_gguf(work, dtype):
+    """The Qwen3-0.6B-shaped checkpoint of `dtype` in WORK and its GGUF file, made if missing."""
+    checkpoint = os.path.join(work, f"qwen3-0.6b-{dtype}")
+    if not os.path.exists(os.path.join(checkpoint, "config.json")):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_qwen3_0_6b.py"), checkpoint, "--dtype",
+                        {"bf16": "bfloat16", "f16": "float16"}[dtype]], check=True)
+    gguf_path = checkpoint + ".gguf"
+    if not os.path.exists(gguf_path):
+        write_gguf(checkpoint, gguf_path, dtype)
+    return checkpoint, gguf_path
+
+
+def qwen3_q4_k_m(work):
+    """The F16 Qwen3-0.6B-shaped GGUF quantised to Q4_K_M by llama.cpp's own quantiser (Q4_K and
+    Q6_K, as Llama-family Q4_K_M files are), made if missing."""
+    import ctypes
+
+    import llama_cpp
+
+    path = os.path.join(work, "qwen3-0.6b-q4_k_m.gguf")
+    if not os.path.exists(path):
+        source = qwen3_gguf(work, "f16")[1]
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+        if llama_cpp.llama_model_quantize(source.encode(), (path + ".part").encode(), ctypes.byref(params)) != 0:
+            sys.exit(f"llama.cpp could not quantise {source}")
+        os.replace(path + ".part", path)
+    return path
 
 
 def use_llama_cpp_avx2(work):
@@ -241,7 +272,8 @@ def main():
     parser.add_argument("--depth", default="0", help="context depths, comma-separated, e.g. 0,4096,16384")
     parser.add_argument("--cache-type", default="f16", choices=sorted(GGML_CACHE_TYPE),
                         help="KV cache precision of both engines")
-    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model; 'gemma3')")
+    parser.add_argument("--gguf", help="one GGUF file for both engines ('smollm2': the default model; 'gemma3'; "
+                                       "'qwen3-q4_k_m': the Qwen3-0.6B shapes quantised by llama.cpp)")
     parser.add_argument("--numerics", default="exact,int8", help="with --gguf: ditto's numerics, comma-separated")
     parser.add_argument("--target", help="ditto's SIMD target (DITTO_SIMD_TARGET), e.g. AVX2")
     parser.add_argument("--ditto", default=os.path.join(ROOT, "build", "ditto"), help="the ditto binary to run")
@@ -265,7 +297,9 @@ def main():
     runs = []
     if args.gguf:
         path = args.gguf
-        if path in ("smollm2", "gemma3"):
+        if path == "qwen3-q4_k_m":
+            path = qwen3_q4_k_m(args.work)
+        elif path in ("smollm2", "gemma3"):
             from ditto_testing.models import gemma3_gguf, smollm2_gguf
             path = {"smollm2": smollm2_gguf, "gemma3": gemma3_gguf}[path]()
             if path is None:
@@ -275,14 +309,7 @@ def main():
             runs.append((f"{os.path.basename(path)}, ditto {numerics}", path, path, numerics))
     else:
         for dtype in args.dtypes.split(","):
-            checkpoint = os.path.join(args.work, f"qwen3-0.6b-{dtype}")
-            if not os.path.exists(os.path.join(checkpoint, "config.json")):
-                subprocess.run([sys.executable, os.path.join(HERE, "make_qwen3_0_6b.py"), checkpoint, "--dtype",
-                                {"bf16": "bfloat16", "f16": "float16"}[dtype]], check=True)
-            gguf_path = checkpoint + ".gguf"
-            if not os.path.exists(gguf_path):
-                write_gguf(checkpoint, gguf_path, dtype)
-            runs.append((dtype, checkpoint, gguf_path, None))
+            runs.append((dtype, *qwen3_gguf(args.work, dtype), None))
     stored = StoredFigures(args.llama_cpp_figures)
     for weights, ours_path, theirs_path, numerics in runs:
         for depth in depths:

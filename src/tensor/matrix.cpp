@@ -78,10 +78,11 @@ void pack_tiles(const unsigned char* source, size_t rows, size_t cols, std::span
 // negated) and the `integer`; or the f32 itself. Throws unless the tile reads back its bits.
 void store_int8_field(Int8Field field, unsigned char* fields, size_t h, size_t o, float value, float factor,
                       int integer) {
+  unsigned char* at = fields + int8_field_at(field, h, o);
   switch (field) {
     case Int8Field::F16: {
       const uint16_t half = file_f16(value);
-      std::memcpy(fields + (h * kPanelRows + o) * 2, &half, 2);
+      std::memcpy(at, &half, 2);
       break;
     }
     case Int8Field::Factored: {
@@ -90,11 +91,11 @@ void store_int8_field(Int8Field field, unsigned char* fields, size_t h, size_t o
       // does (Q5_K's tile holds one group, whose factor is its own).
       if (f32_bits(factor * float(integer)) != f32_bits(value) && std::isnan(value)) factor = value;
       const uint16_t half = file_f16(factor);
-      std::memcpy(fields + o * 2, &half, 2);
-      fields[kPanelRows * 2 + h * kPanelRows + o] = uint8_t(int8_t(integer));
+      std::memcpy(at, &half, 2);
+      fields[int8_integer_at(h, o)] = uint8_t(int8_t(integer));
       break;
     }
-    case Int8Field::F32: std::memcpy(fields + (h * kPanelRows + o) * 4, &value, 4); break;
+    case Int8Field::F32: std::memcpy(at, &value, 4); break;
   }
   if (f32_bits(int8_field_value(field, fields, h, o)) != f32_bits(value))
     throw Error("an int8 tile's field does not hold its value");

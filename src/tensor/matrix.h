@@ -136,21 +136,29 @@ constexpr size_t int8_field_bytes(Int8Field field, size_t groups) {
   }
   return groups * kPanelRows * 4;
 }
-// Group h's scale or minimum of output o, of a tile's fields stored as `field` at `fields`.
-inline float int8_field_value(Int8Field field, const unsigned char* fields, size_t h, size_t o) {
-  uint16_t half;
+// Where, in fields stored as `field`, group h's value of output o lies (F16, F32), or output o's
+// f16 factor (Factored); and a Factored field's integer of group h and output o.
+constexpr size_t int8_field_at(Int8Field field, size_t h, size_t o) {
   switch (field) {
-    case Int8Field::F16:
-      std::memcpy(&half, fields + (h * kPanelRows + o) * 2, 2);
-      return f16_to_f32(half);
-    case Int8Field::Factored:
-      std::memcpy(&half, fields + o * 2, 2);
-      return f16_to_f32(half) * float(int8_t(fields[kPanelRows * 2 + h * kPanelRows + o]));
+    case Int8Field::F16: return (h * kPanelRows + o) * 2;
+    case Int8Field::Factored: return o * 2;
     case Int8Field::F32: break;
   }
-  float value;
-  std::memcpy(&value, fields + (h * kPanelRows + o) * 4, 4);
-  return value;
+  return (h * kPanelRows + o) * 4;
+}
+constexpr size_t int8_integer_at(size_t h, size_t o) { return kPanelRows * 2 + h * kPanelRows + o; }
+// Group h's scale or minimum of output o, of a tile's fields stored as `field` at `fields`.
+inline float int8_field_value(Int8Field field, const unsigned char* fields, size_t h, size_t o) {
+  const unsigned char* at = fields + int8_field_at(field, h, o);
+  if (field == Int8Field::F32) {
+    float value;
+    std::memcpy(&value, at, 4);
+    return value;
+  }
+  uint16_t half;
+  std::memcpy(&half, at, 2);
+  if (field == Int8Field::F16) return f16_to_f32(half);
+  return f16_to_f32(half) * float(int8_t(fields[int8_integer_at(h, o)]));
 }
 // A tile's scales and minimums: the entries start this far into it.
 constexpr size_t int8_fields_bytes(DType dtype) {

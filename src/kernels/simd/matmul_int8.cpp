@@ -167,14 +167,24 @@ HWY_INLINE void LoadQuadPair(const unsigned char* entries, size_t j, size_t v, V
 template <Int8Field kField>
 HWY_INLINE VF LoadField(const unsigned char* fields, size_t h, size_t lane) {
   const DF df;
+  const unsigned char* at = fields + int8_field_at(kField, h, lane);
   if constexpr (kField == Int8Field::Factored) {
-    const auto* integers = reinterpret_cast<const int8_t*>(fields + kPanelRows * 2 + h * kPanelRows + lane);
+    const auto* integers = reinterpret_cast<const int8_t*>(fields + int8_integer_at(h, lane));
     const VF integer = hn::ConvertTo(df, hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), integers)));
-    return hn::Mul(LoadWidened(df, DType::F16, fields + lane * 2), integer);
+    return hn::Mul(LoadWidened(df, DType::F16, at), integer);
   }
-  const size_t at = h * kPanelRows + lane;
-  if constexpr (kField == Int8Field::F16) return LoadWidened(df, DType::F16, fields + at * 2);
-  return LoadWidened(df, DType::F32, fields + at * 4);
+  return LoadWidened(df, kField == Int8Field::F16 ? DType::F16 : DType::F32, at);
+}
+
+// Stores lanes lane .. lane + kLanesF - 1 of group h's scales (and minimums) to a tile unpacked
+// at `unpacked`, as f32.
+template <DType kDtype>
+HWY_INLINE void StoreUnpackedFields(VF scale, VF minimum, unsigned char* unpacked, size_t h, size_t lane) {
+  constexpr Int8Field kF32 = Int8Field::F32;
+  constexpr size_t kMinimumsAt = int8_field_bytes(kF32, int8_packing(kDtype).groups);
+  hn::StoreU(scale, DF(), reinterpret_cast<float*>(unpacked + int8_field_at(kF32, h, lane)));
+  if constexpr (int8_packing(kDtype).minimum)
+    hn::StoreU(minimum, DF(), reinterpret_cast<float*>(unpacked + kMinimumsAt + int8_field_at(kF32, h, lane)));
 }
 
 // R rows (m0 .. m0+R-1 of `in`, of which valid_rows exist) x P panels (`panels`, each
@@ -194,7 +204,6 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
   constexpr Int8Field kMinimumField = kUnpacked ? Int8Field::F32 : kPacking.minimum_field;
   constexpr size_t kMinimumsAt = int8_field_bytes(kScaleField, kGroups);
   constexpr size_t kEntriesAt = kUnpacked ? UnpackedFieldsBytes(kDtype) : int8_fields_bytes(kDtype);
-  constexpr size_t kUnpackedMinimumsAt = int8_field_bytes(Int8Field::F32, kGroups);
   constexpr size_t kTileBytes = kUnpacked ? UnpackedTileBytes(kDtype) : int8_tile_bytes(kDtype);
   constexpr size_t kVectors = P * kVectorsPerPanel;
   // pmaddubsw sums of this many quads add up in 16 bits (inputs are at most 127 in magnitude).
@@ -285,11 +294,8 @@ DITTO_INT8_TARGET HWY_NOINLINE void Int8Tile(const ref::Int8Rows& in, size_t m0,
         // them, or a Neg, into vfnmadd).
         if constexpr (kPacking.minimum)
           minimum[v] = LoadField<kMinimumField>(tile[v / kVectorsPerPanel] + kMinimumsAt, h, lane);
-        if constexpr (kEntries == Entries::kUnpacking) {
-          float* to = reinterpret_cast<float*>(unpacked[v / kVectorsPerPanel]) + h * kPanelRows + lane;
-          hn::StoreU(scale[v], df, to);
-          if constexpr (kPacking.minimum) hn::StoreU(minimum[v], df, to + kUnpackedMinimumsAt / 4);
-        }
+        if constexpr (kEntries == Entries::kUnpacking)
+          StoreUnpackedFields<kDtype>(scale[v], minimum[v], unpacked[v / kVectorsPerPanel], h, lane);
       }
       const size_t g = b * kGroups + h;
       for (size_t r = 0; r < R; ++r) {
@@ -353,18 +359,15 @@ void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, 
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kEntriesAt = int8_fields_bytes(kDtype), kUnpackedEntriesAt = UnpackedFieldsBytes(kDtype);
   constexpr size_t kMinimumsAt = int8_field_bytes(kPacking.scale_field, kPacking.groups);
-  constexpr size_t kUnpackedMinimumsAt = int8_field_bytes(Int8Field::F32, kPacking.groups);
-  const DF df;
   const DB db;
   for (size_t p = 0; p < count; ++p)
     for (size_t b = 0; b < blocks; ++b, out += UnpackedTileBytes(kDtype)) {
       const unsigned char* tile = panels + p * panel_bytes + b * int8_tile_bytes(kDtype);
       for (size_t h = 0; h < kPacking.groups; ++h)
         for (size_t lane = 0; lane < kPanelRows; lane += kLanesF) {
-          float* to = reinterpret_cast<float*>(out) + h * kPanelRows + lane;
-          hn::StoreU(LoadField<kPacking.scale_field>(tile, h, lane), df, to);
-          if constexpr (kPacking.minimum)
-            hn::StoreU(LoadField<kPacking.minimum_field>(tile + kMinimumsAt, h, lane), df, to + kUnpackedMinimumsAt / 4);
+          const VF minimum =
+              kPacking.minimum ? LoadField<kPacking.minimum_field>(tile + kMinimumsAt, h, lane) : hn::Zero(DF());
+          StoreUnpackedFields<kDtype>(LoadField<kPacking.scale_field>(tile, h, lane), minimum, out, h, lane);
         }
       for (size_t j = 0; j < 8; j += 2)
         for (size_t v = 0; v < kVectorsPerPanel; ++v) {

@@ -393,7 +393,7 @@ void ScoreRange(DF d, const RowHead* rh, size_t n, const unsigned char* const* k
       const size_t first = k0 + s * run + t;
       if (first >= k1) break;
       // A whole run in one copy of a size known when compiling: with the size read at run time,
-      // the copies took about a quarter of decode's score time (a loop of small moves).
+      // the copies (a loop of small moves) took about a fifth of decode's score time.
       const size_t count = std::min(kPerRun, k1 - first);
       for (size_t r = 0; r < n; ++r) {
         float* to = rh[r].probs + (first - base);

@@ -124,7 +124,7 @@ void pack_int8_tiles(DType dtype, const unsigned char* source, size_t rows, size
         store_int8_field(packing.scale_field, tile, h, o, q.scale, q.d, q.scale_factor);
         if (packing.minimum) {
           const bool negated = quant_minimum(dtype) == QuantMinimum::Subtracted;
-          store_int8_field(packing.minimum_field, tile + int8_field_bytes(packing.scale_field, packing.groups), h, o,
+          store_int8_field(packing.minimum_field, tile + int8_minimums_at(dtype), h, o,
                            negated ? -q.minimum : q.minimum, negated ? -q.dmin : q.dmin, q.minimum_factor);
         }
         for (size_t i = 0; i < group; ++i) {

@@ -160,11 +160,15 @@ inline float int8_field_value(Int8Field field, const unsigned char* fields, size
   if (field == Int8Field::F16) return f16_to_f32(half);
   return f16_to_f32(half) * float(int8_t(fields[int8_integer_at(h, o)]));
 }
+// A tile's scales: its minimums start this far into it.
+constexpr size_t int8_minimums_at(DType dtype) {
+  const Int8Packing packing = int8_packing(dtype);
+  return int8_field_bytes(packing.scale_field, packing.groups);
+}
 // A tile's scales and minimums: the entries start this far into it.
 constexpr size_t int8_fields_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
-  return int8_field_bytes(packing.scale_field, packing.groups) +
-         (packing.minimum ? int8_field_bytes(packing.minimum_field, packing.groups) : 0);
+  return int8_minimums_at(dtype) + (packing.minimum ? int8_field_bytes(packing.minimum_field, packing.groups) : 0);
 }
 constexpr size_t int8_entry_bytes(DType dtype) {
   const Int8Packing packing = int8_packing(dtype);
@@ -265,7 +269,7 @@ inline float MatrixView::group_field(size_t n, size_t g, size_t field) const {
   const size_t groups = packing.groups;
   const unsigned char* tile = int8_tile(n / kPanelRows, g / groups);
   if (field == 0) return int8_field_value(packing.scale_field, tile, g % groups, o);
-  return int8_field_value(packing.minimum_field, tile + int8_field_bytes(packing.scale_field, groups), g % groups, o);
+  return int8_field_value(packing.minimum_field, tile + int8_minimums_at(dtype), g % groups, o);
 }
 
 // Owns a matrix packed once, at load, from the file's bytes into the kernels' layout.

@@ -177,9 +177,9 @@ HWY_INLINE VF LoadField(const unsigned char* fields, size_t h, size_t lane) {
 }
 
 // Stores lanes lane .. lane + kLanesF - 1 of group h's scales (and minimums) to a tile unpacked
-// at `unpacked`, as f32.
+// at `unpacked`, as f32 (the minimum by reference: a type without one passes one never set).
 template <DType kDtype>
-HWY_INLINE void StoreUnpackedFields(VF scale, VF minimum, unsigned char* unpacked, size_t h, size_t lane) {
+HWY_INLINE void StoreUnpackedFields(VF scale, const VF& minimum, unsigned char* unpacked, size_t h, size_t lane) {
   constexpr Int8Field kF32 = Int8Field::F32;
   constexpr size_t kMinimumsAt = int8_field_bytes(kF32, int8_packing(kDtype).groups);
   hn::StoreU(scale, DF(), reinterpret_cast<float*>(unpacked + int8_field_at(kF32, h, lane)));
@@ -358,7 +358,7 @@ template <DType kDtype>
 void UnpackTiles(const unsigned char* panels, size_t panel_bytes, size_t count, size_t blocks, unsigned char* out) {
   constexpr Int8Packing kPacking = int8_packing(kDtype);
   constexpr size_t kEntriesAt = int8_fields_bytes(kDtype), kUnpackedEntriesAt = UnpackedFieldsBytes(kDtype);
-  constexpr size_t kMinimumsAt = int8_field_bytes(kPacking.scale_field, kPacking.groups);
+  constexpr size_t kMinimumsAt = int8_minimums_at(kDtype);
   const DB db;
   for (size_t p = 0; p < count; ++p)
     for (size_t b = 0; b < blocks; ++b, out += UnpackedTileBytes(kDtype)) {
